@@ -13,8 +13,6 @@ dev_requirements = cfg.get("dev_requirements", "").split()
 cuda_requirements = ["numba-cuda>=0.20"]
 demo_requirements = ["river>=0.21", "pyarrow"]
 
-licenses = {"apache2": ("Apache Software License 2.0", "OSI Approved :: Apache Software License")}
-lic = licenses[cfg["license"]]
 readme = Path(__file__).parent / "README.md"
 
 setuptools.setup(
@@ -25,11 +23,10 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     author=cfg["author"],
     author_email=cfg["author_email"],
-    license=lic[0],
+    license="Apache-2.0",
     classifiers=[
         "Development Status :: 3 - Alpha",
         "Intended Audience :: Science/Research",
-        "License :: " + lic[1],
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Mathematics",
     ],
