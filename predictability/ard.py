@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ard_energy', 'ArdResult', 'fit_ard_gram', 'fit_ard', 'fit_ard_joint', 'plot_relevance']
 
-# %% ../nbs/06_ard.ipynb #d473cd79
+# %% ../nbs/06_ard.ipynb #d0bef029
 import contextlib
 from dataclasses import dataclass
 
@@ -14,7 +14,7 @@ from scipy import linalg, optimize
 
 from .core import as_predictors, standardize
 
-# %% ../nbs/06_ard.ipynb #2fd057fa
+# %% ../nbs/06_ard.ipynb #638476c1
 def _chol(A: np.ndarray, max_tries: int = 6):
     "Lower Cholesky factor of the symmetric PD `A` (as `cho_factor`), adding a growing jitter to the diagonal if it fails. Returns (factor, jitter)."
     try:
@@ -31,7 +31,7 @@ def _chol(A: np.ndarray, max_tries: int = 6):
     raise linalg.LinAlgError(f"Cholesky factorisation failed even with a diagonal jitter of {jitter / 100:.3g}; "
                              "the Gram matrix is not positive semi-definite (check for NaN or inf).")
 
-# %% ../nbs/06_ard.ipynb #cdf6210b
+# %% ../nbs/06_ard.ipynb #66320fc4
 def ard_energy(theta, GtG, Gtf, ftf, n):
     "Linear-kernel ARD energy $\\mathcal E = -2\\log p(\\mathbf f\\mid G,\\boldsymbol\\sigma,\\lambda) - N\\log2\\pi$ (e:linearkernel) and its gradient, for `theta` = [log sigma_1..log sigma_R, log lambda]."
     theta = np.asarray(theta, dtype=np.float64)
@@ -55,21 +55,10 @@ def ard_energy(theta, GtG, Gtf, ftf, n):
     grad[R] = n - R + lam * np.trace(Ainv) - r / lam + m @ m
     return energy, grad
 
-# %% ../nbs/06_ard.ipynb #fc462cdf
-_BLAS_CONTROLLER = None
+# %% ../nbs/06_ard.ipynb #1dc63659
+from predictability.core import one_blas_thread as _one_blas_thread
 
-def _one_blas_thread():
-    "Context manager limiting BLAS to one thread (a no-op when threadpoolctl is missing)."
-    global _BLAS_CONTROLLER
-    try:
-        if _BLAS_CONTROLLER is None:
-            from threadpoolctl import ThreadpoolController
-            _BLAS_CONTROLLER = ThreadpoolController()
-        return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
-    except Exception:
-        return contextlib.nullcontext()
-
-# %% ../nbs/06_ard.ipynb #1cfccc6f
+# %% ../nbs/06_ard.ipynb #4ddee736
 @dataclass
 class ArdResult:
     "Linear-kernel ARD fit: raw prior variances `sigma` ($\\Sigma_L^*$), the noise $\\lambda^*$, and `relevance` = sigma / sigma.sum()."
@@ -130,7 +119,7 @@ def fit_ard(f, G, *, bounds=(-12, 8), max_iter=200, noise=None) -> ArdResult:
     z, Z = standardize(f, "f"), standardize(G, "G")
     return fit_ard_gram(Z.T @ Z, Z.T @ z, z @ z, len(z), bounds=bounds, max_iter=max_iter, noise=noise)
 
-# %% ../nbs/06_ard.ipynb #c1fa3b8a
+# %% ../nbs/06_ard.ipynb #e09690d1
 def fit_ard_joint(H, *, bounds=(-12, 8), max_iter=200, noise=None, return_results=False):
     "Relevance matrix (P, P) for joint denoising: row p = relevance of the other columns of `H` for column p (diagonal 0). One Gram of the standardized `H`."
     H = as_predictors(H, "H", ndim=(2,))
@@ -149,7 +138,7 @@ def fit_ard_joint(H, *, bounds=(-12, 8), max_iter=200, noise=None, return_result
         results.append(r)
     return (W, results) if return_results else W
 
-# %% ../nbs/06_ard.ipynb #c1259e35
+# %% ../nbs/06_ard.ipynb #26addafb
 def plot_relevance(relevance, names=None, *, std=None, ax=None, **bar_kw):
     "Bar plot of relevance weights, with error bars of 2 `std` when given. Returns the matplotlib Axes."
     import matplotlib.pyplot as plt
