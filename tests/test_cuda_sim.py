@@ -1,0 +1,92 @@
+"""The numba.cuda kernels of predictability.cuda, run under the CUDA simulator against the NumPy oracle.
+
+The simulator must be switched on before Numba is first imported, so each check runs in a fresh Python
+subprocess with NUMBA_ENABLE_CUDASIM=1 in its environment: the result does not depend on how pytest was started
+or on what this process has imported already. Sizes are tiny (the simulator runs one Python thread per CUDA
+thread) but include blocks that are not multiples of the block size or of the 16x16 tile.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(code: str, simulator: bool = True, timeout: float = 300) -> str:
+    env = dict(os.environ)
+    if simulator:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    else:
+        env.pop("NUMBA_ENABLE_CUDASIM", None)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"subprocess failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_gram_stats_and_matvec_match_oracle_under_simulator():
+    out = _run("""
+        import numpy as np
+        from numba import config
+        from predictability.cuda import cuda_available, simulated, gram_stats_cuda, kernel_matvec_cuda
+        from predictability.kernels import gram_stats_reference, kernel_matvec_reference, kernel_features
+        assert config.ENABLE_CUDASIM and simulated() and cuda_available()
+
+        def rel(a, b):
+            return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+        rng = np.random.default_rng(42)
+        X = kernel_features(rng.normal(size=(37, 3)), kernel_scale=0.4)
+        cases = [
+            (X, X[::9], rng.normal(size=37), 16),                 # N'=5; 37 rows = 2*16 + 5
+            (X[:23], X[1::2][:17], rng.normal(size=(23, 2)), 20),  # N'=17 > tile; 23 = 20 + 3; f with 2 columns
+            (X[:, :1], X[::6, :1], np.zeros(37), None),           # D = 1, f = 0, one block
+            (X[:9], X[:1], rng.normal(size=9), 4),                # N' = 1; 9 = 2*4 + 1
+        ]
+        for Xc, Bc, f, br in cases:
+            got, want = gram_stats_cuda(Xc, Bc, f, block_rows=br), gram_stats_reference(Xc, Bc, f)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape and g.dtype == np.float64, (g.shape, w.shape)
+                assert rel(g, w) < 1e-12, (rel(g, w), Xc.shape, Bc.shape, br)
+            assert np.array_equal(got[0], got[0].T)
+        u = rng.normal(size=(5, 2))
+        B = X[::9]
+        assert rel(kernel_matvec_cuda(X, B, u, block_rows=16), kernel_matvec_reference(X, B, u)) < 1e-12
+        v = kernel_matvec_cuda(X, B, u[:, 0], block_rows=10)
+        assert v.shape == (37,) and rel(v, kernel_matvec_reference(X, B, u[:, 0])) < 1e-12
+        print("ok")
+    """)
+    assert out.strip().endswith("ok")
+
+
+def test_import_is_clean_without_cuda():
+    # numba.cuda made unimportable: predictability.cuda still imports, reports no device, and refuses politely
+    out = _run("""
+        import sys
+        sys.modules["numba.cuda"] = None            # any `from numba import cuda` now raises ImportError
+        import numpy as np
+        import predictability.cuda as pc
+        assert pc.cuda is None and pc.cuda_available() is False and pc.simulated() is False
+        try:
+            pc.gram_stats_cuda(np.ones((3, 2)) * [[1], [2], [3]], np.ones((1, 2)), np.ones(3))
+        except RuntimeError as e:
+            assert "NUMBA_ENABLE_CUDASIM" in str(e)
+        else:
+            raise AssertionError("expected RuntimeError")
+        print("ok")
+    """, simulator=False)
+    assert out.strip().endswith("ok")
+
+
+def test_no_device_without_simulator():
+    # on a machine without a GPU, cuda_available() is False and importing costs nothing; with a GPU, it is True
+    out = _run("""
+        from predictability.cuda import cuda_available, simulated
+        print(cuda_available(), simulated())
+    """, simulator=False)
+    avail, sim = out.split()
+    assert sim == "False" and avail in ("True", "False")

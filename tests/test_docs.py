@@ -1,0 +1,424 @@
+"""The documentation site (tools/build_docs.py) and the README (tools/make_readme.py).
+
+The site is built once per module, then every notebook's page is opened in headless Chromium (`--dump-dom`) to
+check what a reader sees: typeset maths, show_doc sections for the exported API, no resource loaded from outside
+the site, figures and tables from the saved outputs, and the paper's page order. Without Chromium the browser
+tests skip, unless the environment variable CI is set, where they fail.
+"""
+import ast
+import base64
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLS = ROOT / 'tools'
+sys.path.insert(0, str(TOOLS))
+import build_docs  # noqa: E402
+import make_readme  # noqa: E402
+
+NBS = ROOT / 'nbs'
+DOCS = ROOT / '_docs'
+CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+                  '--virtual-time-budget=8000']
+RESOURCE_RELS = {'stylesheet', 'preload', 'modulepreload', 'prefetch', 'icon', 'shortcut', 'apple-touch-icon',
+                 'manifest', 'mask-icon'}
+_re_external = re.compile(r'^\s*(https?:)?//', re.IGNORECASE)
+
+
+def _nbpath2html(rel):
+    from nbdev.doclinks import _nbpath2html
+    return _nbpath2html(Path(rel)).as_posix()
+
+
+def _notebooks():
+    "Notebooks under nbs/ as nbdev sees them (relative paths), index included"
+    return sorted(p.relative_to(NBS) for p in NBS.rglob('*.ipynb')
+                  if not any(part.startswith(('.', '_')) for part in p.relative_to(NBS).parts))
+
+
+def _pages():
+    "(page, notebook) for every page that must exist: index.html and one per notebook"
+    pages = {_nbpath2html(nb): nb.as_posix() for nb in _notebooks()}
+    pages.setdefault('index.html', '(generated: nbs/index.ipynb does not exist yet)')
+    return sorted(pages.items(), key=lambda kv: (kv[0] != 'index.html', kv[0]))
+
+
+PAGES = _pages()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# fixtures
+
+@pytest.fixture(scope='module')
+def site():
+    "Build the site once (a subprocess with this Python, as a user runs it)"
+    r = subprocess.run([sys.executable, str(TOOLS / 'build_docs.py')], cwd=ROOT, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, f'build_docs.py failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}'
+    assert re.search(r'built .* in [\d.]+ s', r.stdout), r.stdout
+    return DOCS
+
+
+@pytest.fixture(scope='module')
+def chromium():
+    exe = next((shutil.which(n) for n in ('chromium', 'chromium-browser', 'google-chrome') if shutil.which(n)), None)
+    if exe is None:
+        msg = 'chromium is not installed (apt-get install -y chromium): the browser checks of the docs did not run'
+        if os.environ.get('CI'): pytest.fail(msg)
+        pytest.skip(msg)
+    return exe
+
+
+def dump_dom(exe, url, timeout=120):
+    "The DOM of `url` after scripts (MathJax) ran, as headless Chromium serialises it"
+    with tempfile.TemporaryDirectory(prefix='chromium-') as profile:
+        r = subprocess.run([exe, *CHROMIUM_FLAGS, f'--user-data-dir={profile}', '--dump-dom', url],
+                           capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0 and '<html' in r.stdout, f'chromium failed on {url}:\n{r.stderr[-2000:]}'
+    return r.stdout
+
+
+@pytest.fixture(scope='module')
+def doms(chromium, site):
+    "DOM of every derivation page (index and one per notebook), loaded from file:// in parallel"
+    urls = {page: (site / page).as_uri() for page, _ in PAGES}
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        futs = {page: ex.submit(dump_dom, chromium, url) for page, url in urls.items()}
+        return {page: f.result() for page, f in futs.items()}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# helpers
+
+def _text(fragment):
+    return html.unescape(re.sub(r'<[^>]+>', '', fragment))
+
+
+def _headings(dom):
+    "(start, end, text) of every h1..h6 in `dom`, permalink marks removed"
+    return [(m.start(), m.end(), _text(m.group(2)).strip().rstrip('#¶').strip())
+            for m in re.finditer(r'<h([1-6])\b[^>]*>(.*?)</h\1>', dom, flags=re.DOTALL)]
+
+
+def _article(dom):
+    "The page's main content (not the sidebar or the in-page table of contents)"
+    m = re.search(r'<article\b.*?</article>', dom, flags=re.DOTALL)
+    return m.group(0) if m else dom
+
+
+class _Resources(HTMLParser):
+    "(tag, url) of every <script src> and resource-loading <link href> in a page"
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == 'script' and a.get('src'): self.found.append((tag, a['src']))
+        if tag == 'link' and a.get('href'):
+            rels = set((a.get('rel') or '').lower().split())
+            if rels & RESOURCE_RELS or a.get('as'): self.found.append((tag, a['href']))
+
+
+def external_resources(page_html):
+    p = _Resources()
+    p.feed(page_html)
+    return [f'<{t}> {u}' for t, u in p.found if _re_external.match(u)]
+
+
+def exported_api():
+    "{page: [names]}: the public functions and classes of each module, where nbdev documents them"
+    modidx = {}
+    exec((ROOT / 'predictability' / '_modidx.py').read_text(encoding='utf-8'), modidx)
+    res = {}
+    for mod, syms in modidx['d']['syms'].items():
+        path = ROOT / (mod.replace('.', '/') + '.py')
+        if not path.exists(): continue
+        all_ = set()
+        with warnings.catch_warnings():  # LaTeX in a module docstring: invalid escapes are not our concern here
+            warnings.simplefilter('ignore')
+            tree = ast.parse(path.read_text(encoding='utf-8'))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, 'id', '') == '__all__' for t in node.targets):
+                all_ = set(ast.literal_eval(node.value))
+        for sym, (loc, _) in syms.items():
+            name = sym[len(mod) + 1:]
+            if '.' in name or name.startswith('_') or name not in all_: continue
+            res.setdefault(loc.split('#')[0], []).append(name)
+    return res
+
+
+def assert_show_doc(dom, name, page):
+    "A heading reading `name`, followed (before the next heading) by a code block with its signature `name(`"
+    hs = _headings(dom)
+    hits = [i for i, (_, _, t) in enumerate(hs) if t == name]
+    assert hits, f'{page}: no show_doc heading for {name}; headings: {[t for _, _, t in hs]}'
+    i = hits[0]
+    block = dom[hs[i][1]:hs[i + 1][0] if i + 1 < len(hs) else len(dom)]
+    pres = [_text(p) for p in re.findall(r'<pre\b.*?</pre>', block, flags=re.DOTALL)]
+    short = name.split('.')[-1]
+    assert any(re.search(rf'\b{re.escape(short)}\(', p) for p in pres), \
+        f'{page}: show_doc of {name} has no signature block; code after it: {pres[:2]}'
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the site, as files
+
+def test_pages_exist(site):
+    assert (NBS / '00_core.ipynb').exists()
+    for page, nb in PAGES:
+        assert (site / page).is_file(), f'{nb} has no page {page}'
+    assert (site / 'core.html').is_file() and (site / 'index.html').is_file()
+    assert (site / 'search.html').is_file() and (site / 'searchindex.js').is_file()
+    assert (site / '_static' / 'mathjax' / 'tex-chtml.js').is_file(), 'MathJax is not shipped with the site'
+
+
+def test_no_external_resources_in_files(site):
+    "No page loads a script, stylesheet, font or icon from outside the site (it must work offline)"
+    bad = []
+    for f in sorted(site.rglob('*.html')):
+        bad += [f'{f.relative_to(site)}: {r}' for r in external_resources(f.read_text(encoding='utf-8'))]
+    for f in sorted(site.rglob('*.css')):
+        css = f.read_text(encoding='utf-8', errors='replace')
+        bad += [f'{f.relative_to(site)}: {m}' for m in
+                re.findall(r'(?:url\(\s*["\']?|@import\s+["\'])((?:https?:)?//[^"\')\s]+)', css)]
+    assert not bad, 'external resources:\n' + '\n'.join(bad)
+
+
+def test_toc_in_paper_order(site):
+    "index first, then the notebooks by numeric prefix, each titled by its notebook's title"
+    idx = (site / 'index.html').read_text(encoding='utf-8')
+    m = re.search(r'<div class="toctree-wrapper.*?</div>', idx, flags=re.DOTALL)
+    assert m, 'index.html has no toctree'
+    hrefs = re.findall(r'<a class="reference internal" href="([^"#]+)"', m.group(0))
+    nbs = [nb for nb in _notebooks() if nb.name != 'index.ipynb']
+
+    def key(nb):
+        n = re.match(r'\d+', nb.name)
+        return (nb.parent.as_posix(), n is None, int(n.group()) if n else 0, nb.name)
+    assert hrefs == [_nbpath2html(nb) for nb in sorted(nbs, key=key)]
+    for href, nb in zip(hrefs, sorted(nbs, key=key)):
+        title = re.search(r'<title>(.*?)(?:&#8212;|—|</title>)', (site / href).read_text(encoding='utf-8')).group(1)
+        cells = json.loads((NBS / nb).read_text(encoding='utf-8'))['cells']
+        h1 = next((re.search(r'^#\s+(.+?)\s*$', ''.join(c['source']), re.M) for c in cells
+                   if c['cell_type'] == 'markdown' and re.search(r'^#\s', ''.join(c['source']), re.M)), None)
+        plain = lambda t: re.sub(r'\s+', ' ', re.sub(r'[$*_`\\]', '', html.unescape(t))).strip()
+        if h1: assert plain(title) == plain(h1.group(1)), (href, title, h1.group(1))
+
+
+def test_saved_figures_and_tables_appear(site):
+    "Every figure and HTML table in a shown output of a committed notebook is on its page"
+    staged = ROOT / '_proc' / '_build' / 'src'
+    for page, nb in PAGES:
+        src = staged / Path(page).with_suffix('.ipynb')
+        if not src.exists(): continue
+        n_img, n_table = 0, 0
+        for c in json.loads(src.read_text(encoding='utf-8'))['cells']:
+            tags = set(c.get('metadata', {}).get('tags', []))
+            if c['cell_type'] != 'code' or tags & {'remove-output', 'remove-cell'}: continue
+            for o in c.get('outputs', []):
+                data = o.get('data', {})
+                n_img += any(k in data for k in ('image/png', 'image/jpeg', 'image/svg+xml'))
+                n_table += 'text/html' in data and '<table' in ''.join(data['text/html'])
+        out = (site / page).read_text(encoding='utf-8')
+        assert out.count('<img') >= n_img, f'{page}: {n_img} figures saved in {nb}, {out.count("<img")} shown'
+        assert out.count('<table') >= n_table, f'{page}: {n_table} tables saved in {nb}'
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the site, in a browser
+
+@pytest.mark.parametrize('page', [p for p, _ in PAGES])
+def test_page_in_browser(doms, site, page):
+    dom = doms[page]
+    raw = (site / page).read_text(encoding='utf-8')
+    art = _article(dom)
+    assert '#|' not in _text(art), f'{page}: a `#|` directive line is shown'
+    # maths: every page with LaTeX has it typeset by the offline MathJax, without TeX errors
+    n_math = raw.count('class="math')
+    if n_math:
+        n = dom.count('<mjx-container')
+        assert n > 0, f'{page}: LaTeX is on the page but MathJax typeset nothing'
+        assert n >= n_math, f'{page}: {n_math} formulas, {n} typeset'
+        err = re.search(r'<mjx-merror.*?</mjx-merror>', dom, flags=re.DOTALL)
+        assert not err, f'{page}: MathJax reports a TeX error: {_text(err.group(0))[:300]}'
+    # the exported API is documented where nbdev puts it
+    for name in exported_api().get(page, []):
+        assert_show_doc(art, name, page)
+    # nothing from outside the site, including what scripts added at run time
+    assert not external_resources(dom), f'{page}: {external_resources(dom)}'
+
+
+def test_core_page_documents_normalize(doms):
+    art = _article(doms['core.html'])
+    assert_show_doc(art, 'normalize', 'core.html')
+    assert 'def' in _text(art) and 'normalize(' in _text(art)
+    assert art.count('<mjx-container') > 10
+
+
+def test_sidebar_order(doms):
+    "The navigation sidebar lists the pages in the toctree's order"
+    nav = re.search(r'<nav class="[^"]*bd-docs-nav.*?</nav>', doms['core.html'], flags=re.DOTALL)
+    assert nav, 'no sidebar navigation'
+    hrefs = ['core.html' if h == '#' else h.split('#')[0] for h in re.findall(r'href="([^"]+)"', nav.group(0))]
+    toc = re.findall(r'<a class="reference internal" href="([^"#]+)"',
+                     re.search(r'<div class="toctree-wrapper.*?</div>', doms['index.html'],
+                               flags=re.DOTALL).group(0))
+    assert hrefs[0] == 'index.html' and hrefs[1:] == toc
+
+
+def test_search_works_offline(chromium, site):
+    dom = dump_dom(chromium, (site / 'search.html').as_uri() + '?q=normalize')
+    m = re.search(r'found (\d+) pages? matching', dom)
+    assert m and int(m.group(1)) > 0, 'Sphinx search found nothing for "normalize"'
+    assert 'core.html' in dom
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the post-processing, on a synthetic nbdev-processed notebook (no browser, no repo notebooks needed)
+
+PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
+
+
+def example_function(x: float,  # the input $x$
+                     k: int = 3,  # how many
+                     ) -> float:  # the result
+    "Docstring with maths, $\\alpha^2$."
+    return x * k
+
+
+class _Cfg(dict):
+    __getattr__ = dict.__getitem__
+
+
+def _code(src, outputs=(), **meta):
+    return {'cell_type': 'code', 'execution_count': None, 'metadata': dict(meta), 'outputs': list(outputs),
+            'source': src}
+
+
+def _synthetic_proc_nb():
+    from nbdev.showdoc import show_doc
+    sd = ('---\n\n[source](https://github.com/x/y/blob/main/m.py#L1){target="_blank" '
+          'style="float:right; font-size:smaller"}\n\n' + show_doc(example_function)._repr_markdown_().lstrip('-\n'))
+    md = lambda s: {'cell_type': 'markdown', 'metadata': {}, 'source': s}
+    return {'nbformat': 4, 'nbformat_minor': 5, 'metadata': {'kernelspec': {'name': 'python3', 'language': 'python',
+                                                                             'display_name': 'Python 3'}},
+            'cells': [
+                {'cell_type': 'raw', 'metadata': {}, 'source': '---\ndescription: A synthetic page.\n'
+                 'output-file: synth.html\ntitle: Synthetic derivation\n\n---\n\n'},
+                md('<!-- WARNING: THIS FILE WAS AUTOGENERATED! DO NOT EDIT! -->'),
+                md('## Maths\n\nInline $a^2$ and display\n\n$$\\int_0^1 x\\,dx=\\tfrac12.$$\n\n'
+                   'See [`example_function`](https://docs.example/synth.html#example_function) and '
+                   '[the other page](01_other.ipynb).'),
+                _code('#| echo: false\n#| output: asis\nshow_doc(example_function)',
+                      [{'output_type': 'execute_result', 'execution_count': None, 'metadata': {},
+                        'data': {'text/markdown': sd, 'text/plain': '<nbdev ShowDoc>'}}]),
+                _code('#| echo: false\nSECRET_INPUT = 1\nplot()',
+                      [{'output_type': 'display_data', 'metadata': {},
+                        'data': {'image/png': PNG_1PX, 'text/plain': '<Figure>'}}]),
+                _code('#| code-fold: show\nshown_code = 2\nshown_code',
+                      [{'output_type': 'execute_result', 'execution_count': None, 'metadata': {},
+                        'data': {'text/html': '<table class="dataframe"><tr><td>42</td></tr></table>',
+                                 'text/plain': '42'}}]),
+                _code('#| output: false\nprint("SECRET" + "_OUTPUT")',
+                      [{'output_type': 'stream', 'name': 'stdout', 'text': 'SECRET_OUTPUT\n'}]),
+            ]}
+
+
+def test_synthetic_notebook_renders(tmp_path):
+    proc = tmp_path / '_proc'
+    proc.mkdir()
+    (proc / '03_synth.ipynb').write_text(json.dumps(_synthetic_proc_nb()), encoding='utf-8')
+    (proc / '01_other.ipynb').write_text(json.dumps({'nbformat': 4, 'nbformat_minor': 5, 'metadata': {}, 'cells': [
+        {'cell_type': 'raw', 'metadata': {}, 'source': '---\ntitle: Other\n---\n'}]}), encoding='utf-8')
+    cfg = _Cfg(title='synthproj', author='a', copyright='c', version='0', description='d',
+               doc_host='https://docs.example', doc_baseurl='/')
+    pages = build_docs.stage(cfg, proc, tmp_path / 'src')
+    assert pages == [('index', 'synthproj'), ('other', 'Other'), ('synth', 'Synthetic derivation')]
+    out = tmp_path / 'html'
+    r = subprocess.run([sys.executable, '-m', 'sphinx', '-b', 'html', '-q', str(tmp_path / 'src'), str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert 'WARNING' not in r.stderr, r.stderr
+    assert build_docs.postprocess_html(cfg, out) == []
+    page = (out / 'synth.html').read_text(encoding='utf-8')
+    art = _article(page)
+    hs = [t for _, _, t in _headings(art)]
+    assert hs[0] == 'Synthetic derivation' and 'Maths' in hs
+    assert_show_doc(art, 'example_function', 'synth.html')  # a real section: in the in-page TOC too
+    assert 'id="example-function"' in art and 'href="#example-function"' in page
+    assert 'href="synth.html#example-function"' in art  # the doc_host link became relative
+    assert 'href="other.html"' in art  # links to `NN_name.ipynb` follow nbdev's page names
+    assert 'href="https://github.com/x/y/blob/main/m.py#L1"' in art and 'target="_blank"' not in art
+    assert '<img' in art and '<table class="dataframe"' in art
+    assert 'SECRET_INPUT' not in art and 'SECRET_OUTPUT' not in art and 'shown_code' in art
+    assert '#|' not in _text(art) and 'WARNING: THIS FILE' not in art and '---' not in _text(art)
+    assert art.count('class="math') >= 3
+    idx = (out / 'index.html').read_text(encoding='utf-8')
+    assert idx.index('href="other.html"') < idx.index('href="synth.html"')
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the README
+
+def _nb(cells):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.metadata['kernelspec'] = {'name': 'python3', 'language': 'python', 'display_name': 'Python 3'}
+    for kind, src, *outs in cells:
+        c = nbformat.v4.new_markdown_cell(src) if kind == 'md' else nbformat.v4.new_code_cell(src)
+        if outs: c.outputs = [nbformat.v4.new_output('stream', name='stdout', text=outs[0])]
+        nb.cells.append(c)
+    return nb
+
+
+def test_make_readme(tmp_path):
+    import nbformat
+    (tmp_path / 'nbs').mkdir()
+    nb = _nb([('md', '# proj\n\n> What it does, with $x^2$.\n\nSee [the core](00_core.ipynb) and '
+               '[the web](https://example.com).'),
+              ('code', '#| hide\nfrom proj import HIDDEN_IMPORT'),
+              ('code', '#|hide\nHIDDEN_TOO = 1'),
+              ('code', '#| echo: false\n#| hide\nHIDDEN_THREE = 1'),
+              ('code', '#| eval: false\nvisible_call(1)  # kept', 'VISIBLE_OUTPUT\n'),
+              ('code', '#| echo: false\nECHO_SOURCE = 1', 'ECHO_OUTPUT\n'),
+              ('code', 'HIDE_LINE = 1  #| hide_line\nshown_line = 2'),
+              ('code', '#| include: false\nINCLUDE_FALSE = 1')])
+    src = tmp_path / 'nbs' / 'index.ipynb'
+    nbformat.write(nb, str(src))
+    out = tmp_path / 'README.md'
+    assert make_readme.main(['--nb', str(src), '--out', str(out)]) == 0
+    md = out.read_text(encoding='utf-8')
+    assert md.startswith('# proj\n\n> What it does, with $x^2$.')
+    for hidden in ('HIDDEN_IMPORT', 'HIDDEN_TOO', 'HIDDEN_THREE', 'ECHO_SOURCE', 'INCLUDE_FALSE', 'HIDE_LINE', '#|'):
+        assert hidden not in md, hidden
+    assert '```python\nvisible_call(1)  # kept\n```' in md and 'VISIBLE_OUTPUT' in md and 'ECHO_OUTPUT' in md
+    assert 'shown_line = 2' in md
+    assert '[the core](nbs/00_core.ipynb)' in md and '[the web](https://example.com)' in md
+    assert make_readme.main(['--nb', str(src), '--out', str(out), '--check']) == 0
+    out.write_text(md + 'stale\n', encoding='utf-8')
+    assert make_readme.main(['--nb', str(src), '--out', str(out), '--check']) == 1
+
+
+def test_readme_from_index(tmp_path):
+    src = NBS / 'index.ipynb'
+    if not src.exists(): pytest.skip('nbs/index.ipynb does not exist yet')
+    out = tmp_path / 'README.md'
+    r = subprocess.run([sys.executable, str(TOOLS / 'make_readme.py'), '--out', str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    md = out.read_text(encoding='utf-8')
+    assert md.startswith('# ') and '#|' not in md

@@ -1,0 +1,88 @@
+"""Property-based tests of the public API: random shapes and scales never give NaN, and the output keeps the
+target's shape, mean and standard deviation. Also the invariances the model space promises."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import linalg
+
+from predictability import combine
+from predictability.ard import _chol
+
+SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def problems(draw):
+    n = draw(st.integers(8, 120))
+    r = draw(st.integers(1, 5))
+    h = draw(st.sampled_from([0, 1, 3]))  # 0: a 1-D target
+    seed = draw(st.integers(0, 2**32 - 1))
+    scale = draw(st.sampled_from([1e-6, 1e-2, 1.0, 1e3, 1e8]))
+    shift = draw(st.sampled_from([0.0, -5.0, 1e6]))
+    rng = np.random.default_rng(seed)
+    G = rng.normal(size=(n, r)) * rng.uniform(0.1, 10, size=r)
+    F = np.tanh(G @ rng.normal(size=(r, max(h, 1)))) + 0.5 * rng.normal(size=(n, max(h, 1)))
+    F = shift + scale * F
+    return (F[:, 0] if h == 0 else F), G
+
+
+@given(problems(), st.sampled_from(["npc", "lpc", "opc"]), st.booleans(), st.booleans())
+@settings(**SETTINGS)
+def test_combine_is_finite_and_keeps_moments(problem, method, joint, ard):
+    F, G = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = combine(F, G, method=method, n_iter=3, n_basis=30, joint=joint, ard=ard, progress=False)
+    assert res.prediction.shape == F.shape
+    assert res.history.shape == (4, *F.shape)
+    assert np.isfinite(res.history).all()
+    # float64 holds the spread of F only to eps * |F| / std(F) relative precision (a shift of 1e6 with a scale of
+    # 1e-6 leaves 4 significant digits), so the tolerance follows the data's own conditioning
+    cond = float(np.max(np.abs(F).max(0) / F.std(0)))
+    np.testing.assert_allclose(res.prediction.mean(0), F.mean(0), rtol=1e-7, atol=1e-9 * np.abs(F).max())
+    np.testing.assert_allclose(res.prediction.std(0), F.std(0), rtol=1e-7 + 1e-13 * cond)
+
+
+@given(problems(), st.floats(0.1, 100), st.floats(-100, 100))
+@settings(**SETTINGS)
+def test_invariant_to_affine_maps_of_the_target(problem, a, b):
+    F, G = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r1 = combine(F, G, n_iter=2, n_basis=25, progress=False)
+        r2 = combine(a * F + b, G, n_iter=2, n_basis=25, progress=False)
+    np.testing.assert_allclose(r2.prediction, a * r1.prediction + b, rtol=1e-6, atol=1e-6 * (abs(b) + a * np.abs(F).max()))
+
+
+def test_invariant_to_affine_maps_of_the_references():
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(200, 4))
+    f = np.sin(G[:, 0]) + G[:, 1] * G[:, 2] + 0.3 * rng.normal(size=200)
+    r1 = combine(f, G, n_iter=3, n_basis=50)
+    r2 = combine(f, G * [2.0, 0.5, 10.0, 3.0] + [1.0, -2.0, 0.0, 5.0], n_iter=3, n_basis=50)
+    np.testing.assert_allclose(r2.prediction, r1.prediction, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(r2.relevance, r1.relevance, atol=1e-6)
+
+
+def test_failed_cholesky_gets_jitter():
+    # a singular PSD matrix: plain Cholesky fails, the jittered retry succeeds and reports its jitter
+    v = np.arange(1.0, 6.0)
+    A = np.outer(v, v)
+    with pytest.raises(linalg.LinAlgError):
+        linalg.cho_factor(A - 1e-9 * np.eye(5))
+    (c, lower), jitter = _chol(A - 1e-12 * np.eye(5))
+    assert jitter > 0 and np.isfinite(c).all()
+    with pytest.raises(linalg.LinAlgError, match="jitter"):
+        _chol(-np.eye(3))   # indefinite: no small jitter can help, and the error says so
+
+
+def test_duplicated_rows_do_not_break_the_nystrom_step():
+    # binary references: every basis row is repeated; K_BB is singular, the whitened route is not
+    rng = np.random.default_rng(0)
+    G = rng.integers(0, 2, size=(150, 2)).astype(float)
+    f = np.logical_xor(G[:, 0], G[:, 1]) + rng.normal(size=150)
+    res = combine(f, G, n_iter=5, n_basis=300, joint=False, ard=False)
+    assert np.isfinite(res.prediction).all()
