@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['cuda_available', 'simulated', 'gram_stats_cuda', 'kernel_matvec_cuda']
 
-# %% ../nbs/09_cuda.ipynb #d2ac8711
+# %% ../nbs/09_cuda.ipynb #a5cf3abb
 import math
 
 import numpy as np
@@ -17,7 +17,7 @@ try:  # keep `import predictability.cuda` clean on machines without numba-cuda o
 except Exception:  # pragma: no cover - depends on the installation
     cuda = None
 
-# %% ../nbs/09_cuda.ipynb #40c0c42c
+# %% ../nbs/09_cuda.ipynb #0b262ab9
 def cuda_available() -> bool:
     "True when `numba.cuda` imports and a CUDA device (or the CUDA simulator) is usable."
     if cuda is None:
@@ -43,7 +43,7 @@ def _require_cuda():
                            "predictability.kernels, or set NUMBA_ENABLE_CUDASIM=1 before importing numba to run the "
                            "CUDA simulator.")
 
-# %% ../nbs/09_cuda.ipynb #ab85d7de
+# %% ../nbs/09_cuda.ipynb #a20285af
 TILE = 16
 
 if cuda is not None:
@@ -115,7 +115,7 @@ if cuda is not None:
                 acc += Kb[i, j] * U[j, h]
             out[s + i, h] = acc
 
-# %% ../nbs/09_cuda.ipynb #453a7605
+# %% ../nbs/09_cuda.ipynb #d6664015
 def _cuda_block_rows(block_rows, N: int, n: int) -> int:
     if block_rows is None:
         block_rows = max(TILE, (1 << 22) // max(n, 1))

@@ -5,18 +5,27 @@
 # %% auto #0
 __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats_reference', 'kernel_matvec_reference', 'gram_stats', 'kernel_matvec']
 
-# %% ../nbs/03_kernels.ipynb #261a284b
+# %% ../nbs/03_kernels.ipynb #006353ee
 import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 from scipy.linalg import blas as _blas
 
 from .core import JIT_OPTIONS, as_predictors, standardize
 
-# %% ../nbs/03_kernels.ipynb #06e9d76a
+try:
+    from threadpoolctl import ThreadpoolController
+except ImportError:  # optional: without it BLAS keeps its own threads
+    ThreadpoolController = None
+
+# %% ../nbs/03_kernels.ipynb #ded04d21
 def _check_scale(kernel_scale) -> float:
     try:
         s = float(kernel_scale)
@@ -54,7 +63,7 @@ def kernel_features(G, weights=None, kernel_scale=1.0) -> np.ndarray:
     s = _check_scale(kernel_scale)
     return standardize(G, "G") * np.sqrt(w / s)
 
-# %% ../nbs/03_kernels.ipynb #2407d528
+# %% ../nbs/03_kernels.ipynb #f3c25bf4
 def _check_features(X, name: str) -> np.ndarray:
     return as_predictors(X, name, ndim=(2,), min_points=1)
 
@@ -76,7 +85,7 @@ def gaussian_kernel(X, Y) -> np.ndarray:
     np.maximum(d, 0.0, out=d)
     return np.exp(-d, out=d)
 
-# %% ../nbs/03_kernels.ipynb #d147d1cd
+# %% ../nbs/03_kernels.ipynb #fbf6168d
 def _check_values(v, n: int, name: str, n_name: str):
     v = as_predictors(v, name, ndim=(1, 2), min_points=1)
     if v.shape[0] != n:
@@ -96,7 +105,7 @@ def kernel_matvec_reference(X, B, u):
     u = _check_values(u, B.shape[0], "u", "`B`")
     return gaussian_kernel(X, B) @ u
 
-# %% ../nbs/03_kernels.ipynb #06b84072
+# %% ../nbs/03_kernels.ipynb #1503f471
 @intrinsic
 def _fmuladd(typingctx, a, b, c):
     "`a*b + c`, one FMA where the CPU has one (`llvm.fmuladd`)."
@@ -128,7 +137,7 @@ def _bits_float(typingctx, i):
         return builder.bitcast(args[0], context.get_value_type(sig.return_type))
     return ret(i), codegen
 
-# %% ../nbs/03_kernels.ipynb #6f09e4e7
+# %% ../nbs/03_kernels.ipynb #a6251453
 _EXP_JIT = {**JIT_OPTIONS, "fastmath": False}   # the range reduction needs IEEE rounding
 
 _LOG2E = 1.4426950408889634
@@ -206,7 +215,7 @@ def _exp_neg32_array(x, out):
     for i in range(x.shape[0]):
         out[i] = _exp_neg32(x[i])
 
-# %% ../nbs/03_kernels.ipynb #a6af5243
+# %% ../nbs/03_kernels.ipynb #a3ad44b7
 @njit(**_EXP_JIT)
 def _gauss_rows(A, xx, bb):
     """In place, A[i,j] <- exp(-max(xx[i] + bb[j] - 2 A[i,j], 0)).
@@ -253,17 +262,7 @@ def _gauss_rows_direct(X, BT, K):
 
 _DIRECT_MAX_D = 8
 
-# %% ../nbs/03_kernels.ipynb #54d54088
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-
-try:
-    from threadpoolctl import ThreadpoolController
-except ImportError:  # optional: without it BLAS keeps its own threads
-    ThreadpoolController = None
-
+# %% ../nbs/03_kernels.ipynb #eb2ff195
 _blas_lock = threading.Lock()
 _blas_state = {"depth": 0, "limiter": None, "controller": None}
 
@@ -275,16 +274,19 @@ def _single_threaded_blas():
         return
     with _blas_lock:
         if _blas_state["depth"] == 0:
-            if _blas_state["controller"] is None:
-                _blas_state["controller"] = ThreadpoolController()
-            _blas_state["limiter"] = _blas_state["controller"].limit(limits=1, user_api="blas")
+            try:
+                if _blas_state["controller"] is None:
+                    _blas_state["controller"] = ThreadpoolController()
+                _blas_state["limiter"] = _blas_state["controller"].limit(limits=1, user_api="blas")
+            except Exception:  # an unusual BLAS setup: run with whatever threads it has
+                _blas_state["limiter"] = None
         _blas_state["depth"] += 1
     try:
         yield
     finally:
         with _blas_lock:
             _blas_state["depth"] -= 1
-            if _blas_state["depth"] == 0:
+            if _blas_state["depth"] == 0 and _blas_state["limiter"] is not None:
                 _blas_state["limiter"].restore_original_limits()
                 _blas_state["limiter"] = None
 
@@ -316,7 +318,7 @@ def _run_chunks(work, chunks):
         with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
             return list(ex.map(lambda c: work(*c), chunks))
 
-# %% ../nbs/03_kernels.ipynb #44e47c39
+# %% ../nbs/03_kernels.ipynb #bafae37e
 def _check_block_rows(block_rows, N: int, n: int) -> int:
     if block_rows is None:
         block_rows = min(8192, max(256, (1 << 19) // max(n, 1)))
@@ -404,7 +406,7 @@ def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
 
-# %% ../nbs/03_kernels.ipynb #c8f26d25
+# %% ../nbs/03_kernels.ipynb #16c6b24b
 def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
     buf = np.empty((min(block_rows, hi - lo), B.shape[0]))
     for s in range(lo, hi, block_rows):
