@@ -6,19 +6,20 @@
 __all__ = ['JIT_OPTIONS', 'centering_matrix', 'as_predictors', 'center', 'normalize', 'NormStats', 'standardize', 'orient',
            'one_blas_thread']
 
-# %% ../nbs/00_core.ipynb #fbe13e39
+# %% ../nbs/00_core.ipynb #3a983131
 import contextlib
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-# %% ../nbs/00_core.ipynb #524c96f5
+# %% ../nbs/00_core.ipynb #9e8d5fed
 def centering_matrix(n: int) -> np.ndarray:
     "The dense centring operator $C_N = I - \\mathbf 1\\mathbf 1^\\top/N$ (for derivations and tests only: $O(N^2)$ memory)."
     return np.eye(n) - np.full((n, n), 1.0 / n)
 
-# %% ../nbs/00_core.ipynb #c7046891
+# %% ../nbs/00_core.ipynb #50fb1b50
 def as_predictors(x, name: str, *, ndim=(1, 2), min_points: int = 2) -> np.ndarray:
     "Validate predictor evaluations `x` (N,) or (N, K) and return them as a float64 array of the same shape."
     if hasattr(x, "to_numpy"):  # pandas Series / DataFrame
@@ -45,7 +46,7 @@ def as_predictors(x, name: str, *, ndim=(1, 2), min_points: int = 2) -> np.ndarr
                          "impute or drop those points first.")
     return a
 
-# %% ../nbs/00_core.ipynb #013304a0
+# %% ../nbs/00_core.ipynb #95d1ee79
 def center(x: np.ndarray) -> np.ndarray:
     "$C_N\\mathbf x$, column-wise: subtract each column's mean."
     x = np.asarray(x, dtype=np.float64)
@@ -68,7 +69,7 @@ def normalize(x: np.ndarray, name: str = "x") -> np.ndarray:
     c = center(x)
     return c / np.linalg.norm(c, axis=0)
 
-# %% ../nbs/00_core.ipynb #dd88f900
+# %% ../nbs/00_core.ipynb #13821883
 @dataclass
 class NormStats:
     "Column means and (population) standard deviations of a predictor, for inverse normalisation."
@@ -90,13 +91,13 @@ def standardize(x: np.ndarray, name: str = "x") -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     return np.sqrt(x.shape[0]) * normalize(x, name)
 
-# %% ../nbs/00_core.ipynb #b25add6a
+# %% ../nbs/00_core.ipynb #08e6c8ba
 def orient(f: np.ndarray, ref: np.ndarray) -> np.ndarray:
     "Flip the sign of `f` (column-wise) where it disagrees with `ref`, so that $\\mathbf f^\\top\\mathbf r\\ge0$."
     s = np.sign(np.sum(f * ref, axis=0))
     return f * np.where(s == 0, 1.0, s)
 
-# %% ../nbs/00_core.ipynb #1b1049ef
+# %% ../nbs/00_core.ipynb #1217a826
 def _flag(name: str, default: bool) -> bool:
     return os.environ.get(name, "1" if default else "0").strip().lower() in ("1", "true", "yes", "on")
 
@@ -106,16 +107,28 @@ JIT_OPTIONS = dict(
     nogil=_flag("PREDICTABILITY_NOGIL", True),
 )
 
-# %% ../nbs/00_core.ipynb #45ccf475
-_BLAS_CONTROLLER = None
+# %% ../nbs/00_core.ipynb #104c60b6
+_blas_lock = threading.Lock()
+_blas_state = {"depth": 0, "limiter": None, "controller": None}
 
+@contextlib.contextmanager
 def one_blas_thread():
-    "Context manager limiting BLAS to one thread (a no-op when threadpoolctl is unavailable)."
-    global _BLAS_CONTROLLER
+    "Hold every BLAS library of the process at one thread (re-entrant and thread-safe: the first entry limits, the last exit restores; a no-op without threadpoolctl)."
+    with _blas_lock:
+        if _blas_state["depth"] == 0:
+            try:
+                if _blas_state["controller"] is None:
+                    from threadpoolctl import ThreadpoolController
+                    _blas_state["controller"] = ThreadpoolController()
+                _blas_state["limiter"] = _blas_state["controller"].limit(limits=1, user_api="blas")
+            except Exception:  # threadpoolctl missing or an unusual BLAS: keep whatever threads there are
+                _blas_state["limiter"] = None
+        _blas_state["depth"] += 1
     try:
-        if _BLAS_CONTROLLER is None:
-            from threadpoolctl import ThreadpoolController
-            _BLAS_CONTROLLER = ThreadpoolController()
-        return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
-    except Exception:
-        return contextlib.nullcontext()
+        yield
+    finally:
+        with _blas_lock:
+            _blas_state["depth"] -= 1
+            if _blas_state["depth"] == 0 and _blas_state["limiter"] is not None:
+                _blas_state["limiter"].restore_original_limits()
+                _blas_state["limiter"] = None

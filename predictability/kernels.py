@@ -5,12 +5,10 @@
 # %% auto #0
 __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats_reference', 'kernel_matvec_reference', 'gram_stats', 'kernel_matvec']
 
-# %% ../nbs/03_kernels.ipynb #006353ee
+# %% ../nbs/03_kernels.ipynb #8fe7aa04
 import math
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import numpy as np
 from llvmlite import ir
@@ -18,14 +16,9 @@ from numba import njit, types
 from numba.extending import intrinsic
 from scipy.linalg import blas as _blas
 
-from .core import JIT_OPTIONS, as_predictors, standardize
+from .core import JIT_OPTIONS, as_predictors, one_blas_thread, standardize
 
-try:
-    from threadpoolctl import ThreadpoolController
-except ImportError:  # optional: without it BLAS keeps its own threads
-    ThreadpoolController = None
-
-# %% ../nbs/03_kernels.ipynb #ded04d21
+# %% ../nbs/03_kernels.ipynb #9aca9c34
 def _check_scale(kernel_scale) -> float:
     try:
         s = float(kernel_scale)
@@ -63,7 +56,7 @@ def kernel_features(G, weights=None, kernel_scale=1.0) -> np.ndarray:
     s = _check_scale(kernel_scale)
     return standardize(G, "G") * np.sqrt(w / s)
 
-# %% ../nbs/03_kernels.ipynb #f3c25bf4
+# %% ../nbs/03_kernels.ipynb #2450fb1f
 def _check_features(X, name: str) -> np.ndarray:
     return as_predictors(X, name, ndim=(2,), min_points=1)
 
@@ -85,7 +78,7 @@ def gaussian_kernel(X, Y) -> np.ndarray:
     np.maximum(d, 0.0, out=d)
     return np.exp(-d, out=d)
 
-# %% ../nbs/03_kernels.ipynb #fbf6168d
+# %% ../nbs/03_kernels.ipynb #4971d2a9
 def _check_values(v, n: int, name: str, n_name: str):
     v = as_predictors(v, name, ndim=(1, 2), min_points=1)
     if v.shape[0] != n:
@@ -105,7 +98,7 @@ def kernel_matvec_reference(X, B, u):
     u = _check_values(u, B.shape[0], "u", "`B`")
     return gaussian_kernel(X, B) @ u
 
-# %% ../nbs/03_kernels.ipynb #1503f471
+# %% ../nbs/03_kernels.ipynb #a02dbeb4
 @intrinsic
 def _fmuladd(typingctx, a, b, c):
     "`a*b + c`, one FMA where the CPU has one (`llvm.fmuladd`)."
@@ -137,7 +130,7 @@ def _bits_float(typingctx, i):
         return builder.bitcast(args[0], context.get_value_type(sig.return_type))
     return ret(i), codegen
 
-# %% ../nbs/03_kernels.ipynb #a6251453
+# %% ../nbs/03_kernels.ipynb #d756d5be
 _EXP_JIT = {**JIT_OPTIONS, "fastmath": False}   # the range reduction needs IEEE rounding
 
 _LOG2E = 1.4426950408889634
@@ -215,7 +208,7 @@ def _exp_neg32_array(x, out):
     for i in range(x.shape[0]):
         out[i] = _exp_neg32(x[i])
 
-# %% ../nbs/03_kernels.ipynb #a3ad44b7
+# %% ../nbs/03_kernels.ipynb #659ba69d
 @njit(**_EXP_JIT)
 def _gauss_rows(A, xx, bb):
     """In place, A[i,j] <- exp(-max(xx[i] + bb[j] - 2 A[i,j], 0)).
@@ -262,34 +255,7 @@ def _gauss_rows_direct(X, BT, K):
 
 _DIRECT_MAX_D = 8
 
-# %% ../nbs/03_kernels.ipynb #eb2ff195
-_blas_lock = threading.Lock()
-_blas_state = {"depth": 0, "limiter": None, "controller": None}
-
-@contextmanager
-def _single_threaded_blas():
-    "Hold every BLAS library of the process at one thread (re-entrant and thread-safe: the first entry limits, the last exit restores)."
-    if ThreadpoolController is None:
-        yield
-        return
-    with _blas_lock:
-        if _blas_state["depth"] == 0:
-            try:
-                if _blas_state["controller"] is None:
-                    _blas_state["controller"] = ThreadpoolController()
-                _blas_state["limiter"] = _blas_state["controller"].limit(limits=1, user_api="blas")
-            except Exception:  # an unusual BLAS setup: run with whatever threads it has
-                _blas_state["limiter"] = None
-        _blas_state["depth"] += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_state["depth"] -= 1
-            if _blas_state["depth"] == 0 and _blas_state["limiter"] is not None:
-                _blas_state["limiter"].restore_original_limits()
-                _blas_state["limiter"] = None
-
+# %% ../nbs/03_kernels.ipynb #bcca06b5
 def _default_threads() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -312,13 +278,13 @@ def _chunks(N: int, block_rows: int, n_threads: int):
 
 def _run_chunks(work, chunks):
     "Run `work(lo, hi)` for every chunk, in worker threads when there are several; results in chunk order."
-    with _single_threaded_blas():
+    with one_blas_thread():
         if len(chunks) == 1:
             return [work(*chunks[0])]
         with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
             return list(ex.map(lambda c: work(*c), chunks))
 
-# %% ../nbs/03_kernels.ipynb #bafae37e
+# %% ../nbs/03_kernels.ipynb #e46b09f3
 def _check_block_rows(block_rows, N: int, n: int) -> int:
     if block_rows is None:
         block_rows = min(8192, max(256, (1 << 19) // max(n, 1)))
@@ -406,7 +372,7 @@ def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
 
-# %% ../nbs/03_kernels.ipynb #16c6b24b
+# %% ../nbs/03_kernels.ipynb #bcc763bd
 def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
     buf = np.empty((min(block_rows, hi - lo), B.shape[0]))
     for s in range(lo, hi, block_rows):
