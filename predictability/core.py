@@ -6,7 +6,7 @@
 __all__ = ['JIT_OPTIONS', 'centering_matrix', 'as_predictors', 'center', 'normalize', 'NormStats', 'standardize', 'orient',
            'one_blas_thread']
 
-# %% ../nbs/00_core.ipynb #3a983131
+# %% ../nbs/00_core.ipynb #501d6e05
 import contextlib
 import os
 import threading
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# %% ../nbs/00_core.ipynb #9e8d5fed
+# %% ../nbs/00_core.ipynb #8addbdc0
 def centering_matrix(n: int) -> np.ndarray:
     "The dense centring operator $C_N = I - \\mathbf 1\\mathbf 1^\\top/N$ (for derivations and tests only: $O(N^2)$ memory)."
     return np.eye(n) - np.full((n, n), 1.0 / n)
 
-# %% ../nbs/00_core.ipynb #50fb1b50
+# %% ../nbs/00_core.ipynb #201abba3
 def as_predictors(x, name: str, *, ndim=(1, 2), min_points: int = 2) -> np.ndarray:
     "Validate predictor evaluations `x` (N,) or (N, K) and return them as a float64 array of the same shape."
     if hasattr(x, "to_numpy"):  # pandas Series / DataFrame
@@ -46,7 +46,7 @@ def as_predictors(x, name: str, *, ndim=(1, 2), min_points: int = 2) -> np.ndarr
                          "impute or drop those points first.")
     return a
 
-# %% ../nbs/00_core.ipynb #95d1ee79
+# %% ../nbs/00_core.ipynb #0a4125ef
 def center(x: np.ndarray) -> np.ndarray:
     "$C_N\\mathbf x$, column-wise: subtract each column's mean."
     x = np.asarray(x, dtype=np.float64)
@@ -69,7 +69,7 @@ def normalize(x: np.ndarray, name: str = "x") -> np.ndarray:
     c = center(x)
     return c / np.linalg.norm(c, axis=0)
 
-# %% ../nbs/00_core.ipynb #13821883
+# %% ../nbs/00_core.ipynb #38507e3a
 @dataclass
 class NormStats:
     "Column means and (population) standard deviations of a predictor, for inverse normalisation."
@@ -91,13 +91,13 @@ def standardize(x: np.ndarray, name: str = "x") -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     return np.sqrt(x.shape[0]) * normalize(x, name)
 
-# %% ../nbs/00_core.ipynb #08e6c8ba
+# %% ../nbs/00_core.ipynb #6101ddef
 def orient(f: np.ndarray, ref: np.ndarray) -> np.ndarray:
     "Flip the sign of `f` (column-wise) where it disagrees with `ref`, so that $\\mathbf f^\\top\\mathbf r\\ge0$."
     s = np.sign(np.sum(f * ref, axis=0))
     return f * np.where(s == 0, 1.0, s)
 
-# %% ../nbs/00_core.ipynb #1217a826
+# %% ../nbs/00_core.ipynb #5efd185a
 def _flag(name: str, default: bool) -> bool:
     return os.environ.get(name, "1" if default else "0").strip().lower() in ("1", "true", "yes", "on")
 
@@ -107,7 +107,7 @@ JIT_OPTIONS = dict(
     nogil=_flag("PREDICTABILITY_NOGIL", True),
 )
 
-# %% ../nbs/00_core.ipynb #104c60b6
+# %% ../nbs/00_core.ipynb #e09201fd
 _blas_lock = threading.Lock()
 _blas_state = {"depth": 0, "limiter": None, "controller": None}
 

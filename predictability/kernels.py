@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats_reference', 'kernel_matvec_reference', 'gram_stats', 'kernel_matvec']
 
-# %% ../nbs/03_kernels.ipynb #8fe7aa04
+# %% ../nbs/03_kernels.ipynb #9a3c725d
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +18,7 @@ from scipy.linalg import blas as _blas
 
 from .core import JIT_OPTIONS, as_predictors, one_blas_thread, standardize
 
-# %% ../nbs/03_kernels.ipynb #9aca9c34
+# %% ../nbs/03_kernels.ipynb #1aa7e7db
 def _check_scale(kernel_scale) -> float:
     try:
         s = float(kernel_scale)
@@ -56,7 +56,7 @@ def kernel_features(G, weights=None, kernel_scale=1.0) -> np.ndarray:
     s = _check_scale(kernel_scale)
     return standardize(G, "G") * np.sqrt(w / s)
 
-# %% ../nbs/03_kernels.ipynb #2450fb1f
+# %% ../nbs/03_kernels.ipynb #846e6945
 def _check_features(X, name: str) -> np.ndarray:
     return as_predictors(X, name, ndim=(2,), min_points=1)
 
@@ -78,7 +78,7 @@ def gaussian_kernel(X, Y) -> np.ndarray:
     np.maximum(d, 0.0, out=d)
     return np.exp(-d, out=d)
 
-# %% ../nbs/03_kernels.ipynb #4971d2a9
+# %% ../nbs/03_kernels.ipynb #fc6e5fac
 def _check_values(v, n: int, name: str, n_name: str):
     v = as_predictors(v, name, ndim=(1, 2), min_points=1)
     if v.shape[0] != n:
@@ -98,7 +98,7 @@ def kernel_matvec_reference(X, B, u):
     u = _check_values(u, B.shape[0], "u", "`B`")
     return gaussian_kernel(X, B) @ u
 
-# %% ../nbs/03_kernels.ipynb #a02dbeb4
+# %% ../nbs/03_kernels.ipynb #59a17c29
 @intrinsic
 def _fmuladd(typingctx, a, b, c):
     "`a*b + c`, one FMA where the CPU has one (`llvm.fmuladd`)."
@@ -130,7 +130,7 @@ def _bits_float(typingctx, i):
         return builder.bitcast(args[0], context.get_value_type(sig.return_type))
     return ret(i), codegen
 
-# %% ../nbs/03_kernels.ipynb #d756d5be
+# %% ../nbs/03_kernels.ipynb #1ae56e84
 _EXP_JIT = {**JIT_OPTIONS, "fastmath": False}   # the range reduction needs IEEE rounding
 
 _LOG2E = 1.4426950408889634
@@ -208,7 +208,7 @@ def _exp_neg32_array(x, out):
     for i in range(x.shape[0]):
         out[i] = _exp_neg32(x[i])
 
-# %% ../nbs/03_kernels.ipynb #659ba69d
+# %% ../nbs/03_kernels.ipynb #15538fdf
 @njit(**_EXP_JIT)
 def _gauss_rows(A, xx, bb):
     """In place, A[i,j] <- exp(-max(xx[i] + bb[j] - 2 A[i,j], 0)).
@@ -255,7 +255,7 @@ def _gauss_rows_direct(X, BT, K):
 
 _DIRECT_MAX_D = 8
 
-# %% ../nbs/03_kernels.ipynb #bcca06b5
+# %% ../nbs/03_kernels.ipynb #5cc7a988
 def _default_threads() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -284,7 +284,7 @@ def _run_chunks(work, chunks):
         with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
             return list(ex.map(lambda c: work(*c), chunks))
 
-# %% ../nbs/03_kernels.ipynb #e46b09f3
+# %% ../nbs/03_kernels.ipynb #8064200c
 def _check_block_rows(block_rows, N: int, n: int) -> int:
     if block_rows is None:
         block_rows = min(8192, max(256, (1 << 19) // max(n, 1)))
@@ -372,7 +372,7 @@ def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
 
-# %% ../nbs/03_kernels.ipynb #bcc763bd
+# %% ../nbs/03_kernels.ipynb #5e6a5664
 def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
     buf = np.empty((min(block_rows, hi - lo), B.shape[0]))
     for s in range(lo, hi, block_rows):

@@ -5,33 +5,50 @@
 # %% auto #0
 __all__ = ['gp_posterior', 'q_prime', 'nonlinear_predictability', 'npc_exact_step']
 
-# %% ../nbs/04_npc_exact.ipynb #0479caa4
+# %% ../nbs/04_npc_exact.ipynb #6f467d1e
+import warnings
+
 import numpy as np
 from scipy import linalg
 
 from .core import as_predictors, centering_matrix, normalize, orient
 
-# %% ../nbs/04_npc_exact.ipynb #2685b92f
-def gp_posterior(K: np.ndarray, f: np.ndarray, noise: float):
-    "Predictive mean and covariance of GP regression at the training points (e:gpr)."
-    K = np.asarray(K, dtype=np.float64); f = np.asarray(f, dtype=np.float64)
+# %% ../nbs/04_npc_exact.ipynb #4bb0fb05
+def _cho_noisy(K: np.ndarray, noise: float):
+    """Cholesky factor of $K+\\sigma^2I$. It exists for $\\sigma^2>0$ and PSD $K$; if round-off in $K$ (a nearly singular
+    Gram matrix with a tiny noise) breaks it, retry with the noise raised tenfold, at most 4 times, and warn."""
     if not noise > 0:
         raise ValueError(f"`noise` must be > 0; got {noise}. With sigma^2 = 0 the GP interpolates f and every "
                          "predictability is 1.")
-    L = linalg.cho_factor(K + noise * np.eye(K.shape[0]), lower=True)   # Alg. 2.1, line 2
+    n, s2 = K.shape[0], float(noise)
+    for attempt in range(5):
+        try:
+            L = linalg.cho_factor(K + s2 * np.eye(n), lower=True)
+            if attempt:
+                warnings.warn(f"K + noise*I was not numerically positive definite; used noise {s2:.3g} "
+                              f"instead of {noise:.3g}.", RuntimeWarning, stacklevel=3)
+            return L
+        except linalg.LinAlgError:
+            s2 *= 10.0
+    raise ValueError(f"K + noise*I is not positive definite even with noise {s2 / 10:.3g}: `K` is not a valid "
+                     "kernel matrix (check it for NaN or negative eigenvalues).")
+
+# %% ../nbs/04_npc_exact.ipynb #4c31a293
+def gp_posterior(K: np.ndarray, f: np.ndarray, noise: float):
+    "Predictive mean and covariance of GP regression at the training points (e:gpr)."
+    K = np.asarray(K, dtype=np.float64); f = np.asarray(f, dtype=np.float64)
+    L = _cho_noisy(K, noise)                                              # Alg. 2.1, line 2
     alpha = linalg.cho_solve(L, f)                                        # (K + s^2 I)^{-1} f
     mean = K @ alpha                                                      # (e:gpr), mean
     cov = K - K @ linalg.cho_solve(L, K)                                  # (e:gpr), covariance
     return mean, cov
 
-# %% ../nbs/04_npc_exact.ipynb #e70332d7
+# %% ../nbs/04_npc_exact.ipynb #57e03d47
 def q_prime(K: np.ndarray, noise: float) -> np.ndarray:
     "Dense $Q' = C_N(2S - S^2)C_N$, $S = K(K+\\sigma^2I)^{-1}$ (e:qprime). $O(N^3)$."
     K = np.asarray(K, dtype=np.float64)
     n = K.shape[0]
-    if not noise > 0:
-        raise ValueError(f"`noise` must be > 0; got {noise}.")
-    L = linalg.cho_factor(K + noise * np.eye(n), lower=True)
+    L = _cho_noisy(K, noise)
     S = linalg.cho_solve(L, K).T            # K (K + s^2 I)^{-1}  (symmetric up to round-off)
     S = 0.5 * (S + S.T)
     C = centering_matrix(n)
@@ -44,7 +61,7 @@ def nonlinear_predictability(f: np.ndarray, K: np.ndarray, noise: float) -> floa
     m, _ = gp_posterior(K, c, noise)
     return float(1.0 - np.sum((c - m) ** 2))
 
-# %% ../nbs/04_npc_exact.ipynb #0dab33b5
+# %% ../nbs/04_npc_exact.ipynb #5f7d5929
 def npc_exact_step(fbar_t: np.ndarray, K: np.ndarray, noise: float, lam: float) -> np.ndarray:
     "One exact NPC update: the top eigenvector of $A=\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_J Q'$ (e:objectivef), oriented. $O(N^3)$."
     fbar_t = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")

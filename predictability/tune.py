@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['DEFAULT_GRID', 'kendall_tau', 'pairwise_accuracy', 'accuracy', 'TuneResult', 'tune']
 
-# %% ../nbs/08_tune.ipynb #f8af4200
+# %% ../nbs/08_tune.ipynb #b97a05b0
 import itertools
 from dataclasses import dataclass
 
@@ -18,7 +18,7 @@ from .ard import fit_ard_joint
 from .combine import CombineResult, combine
 from .core import as_predictors
 
-# %% ../nbs/08_tune.ipynb #90502e5d
+# %% ../nbs/08_tune.ipynb #6515927f
 def kendall_tau(pred, labels) -> float:
     "$100\\times$ Kendall's $\\tau_b$ between predictions and labels."
     pred = np.asarray(pred, dtype=np.float64).ravel(); labels = np.asarray(labels, dtype=np.float64).ravel()
@@ -41,7 +41,7 @@ def accuracy(scores, labels) -> float:
         raise ValueError(f"`scores` must be (N, H) class scores; got shape {s.shape}.")
     return float(100.0 * np.mean(s.argmax(1) == np.asarray(labels).ravel()))
 
-# %% ../nbs/08_tune.ipynb #b505d5cb
+# %% ../nbs/08_tune.ipynb #e0d9e2d4
 DEFAULT_GRID = {"noise": [0.03, 0.1, 0.3], "kernel_scale": [0.5, 1.0, 2.0], "lam": [0.3, 1.0, 3.0]}
 
 @dataclass
