@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['DEFAULT_GRID', 'kendall_tau', 'pairwise_accuracy', 'accuracy', 'TuneResult', 'tune']
 
-# %% ../nbs/08_tune.ipynb #b97a05b0
+# %% ../nbs/08_tune.ipynb #fff58de8
 import itertools
 from dataclasses import dataclass
 
@@ -18,7 +18,7 @@ from .ard import fit_ard_joint
 from .combine import CombineResult, combine
 from .core import as_predictors
 
-# %% ../nbs/08_tune.ipynb #6515927f
+# %% ../nbs/08_tune.ipynb #bd072d79
 def kendall_tau(pred, labels) -> float:
     "$100\\times$ Kendall's $\\tau_b$ between predictions and labels."
     pred = np.asarray(pred, dtype=np.float64).ravel(); labels = np.asarray(labels, dtype=np.float64).ravel()
@@ -41,7 +41,7 @@ def accuracy(scores, labels) -> float:
         raise ValueError(f"`scores` must be (N, H) class scores; got shape {s.shape}.")
     return float(100.0 * np.mean(s.argmax(1) == np.asarray(labels).ravel()))
 
-# %% ../nbs/08_tune.ipynb #e0d9e2d4
+# %% ../nbs/08_tune.ipynb #8f629a17
 DEFAULT_GRID = {"noise": [0.03, 0.1, 0.3], "kernel_scale": [0.5, 1.0, 2.0], "lam": [0.3, 1.0, 3.0]}
 
 @dataclass
@@ -74,8 +74,10 @@ def tune(target, references, labels, index, *, metric=None, grid: dict | None = 
     grid = dict(DEFAULT_GRID if grid is None else grid)
     keys = list(grid)
     if method in ("npc", "npc-exact") and combine_kwargs.get("ard", True) is True:
-        R = as_predictors(references, "references", ndim=(1, 2), min_points=3)
-        combine_kwargs["ard"] = fit_ard_joint(np.c_[F.reshape(len(F), -1), R.reshape(len(R), -1)])
+        cols = [F.reshape(len(F), -1)]
+        if references is not None:   # None: an (N, H) target whose columns are each other's references
+            cols.append(as_predictors(references, "references", ndim=(1, 2), min_points=3).reshape(len(F), -1))
+        combine_kwargs["ard"] = fit_ard_joint(np.concatenate(cols, axis=1))
     rows, best = [], None
     for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
         params = dict(zip(keys, values))
