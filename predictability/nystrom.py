@@ -5,14 +5,14 @@
 # %% auto #0
 __all__ = ['basis_indices', 'power_method', 'npc_step', 'npc_step_reference', 'nystrom_predictability']
 
-# %% ../nbs/05_nystrom.ipynb #74524490
+# %% ../nbs/05_nystrom.ipynb #dee89240
 import numpy as np
 from scipy import linalg
 
 from .core import as_predictors, normalize, one_blas_thread, orient
-from .kernels import gaussian_kernel, gram_stats, kernel_matvec
+from .kernels import gaussian_kernel, gram_stats, kernel_matrix, kernel_matvec
 
-# %% ../nbs/05_nystrom.ipynb #f5aaafc7
+# %% ../nbs/05_nystrom.ipynb #6a7ac1a5
 def basis_indices(n: int, n_basis: int) -> np.ndarray:
     "Evenly spaced row indices $\\operatorname{round}(j(N-1)/(N'-1))$ for the Nyström basis; $N'$ is clipped to $N$."
     if n_basis < 1:
@@ -22,7 +22,7 @@ def basis_indices(n: int, n_basis: int) -> np.ndarray:
         return np.array([0])
     return np.unique(np.round(np.linspace(0, n - 1, m)).astype(np.int64))
 
-# %% ../nbs/05_nystrom.ipynb #230097c6
+# %% ../nbs/05_nystrom.ipynb #2b834514
 def _whiten(KBB: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
     "$\\Psi = E_+\\Lambda_+^{-1/2}$ from $K_{BB}=E\\Lambda E^\\top$, keeping eigenvalues above `rtol` times the largest."
     lam, E = linalg.eigh(KBB)
@@ -35,7 +35,7 @@ def _t_half(VtV: np.ndarray, noise: float):
     mu = np.maximum(mu, 0.0)
     return W * (np.sqrt(mu + 2 * noise) / (mu + noise)), mu
 
-# %% ../nbs/05_nystrom.ipynb #52fccb12
+# %% ../nbs/05_nystrom.ipynb #78aa6e3a
 def _small_problem(M, kf, ks, KBB, n, noise, lam, rtol=1e-10):
     "Build $Y^\\top Y$ from $M=K_{GB}^\\top K_{GB}$, $K_{GB}^\\top\\overline{\\mathbf f}$, $K_{GB}^\\top\\mathbf 1$ and $K_{BB}$; return it with $\\Psi\\Phi$."
     Psi = _whiten(KBB, rtol)                           # (e:nystromapprox), whitened
@@ -54,7 +54,7 @@ def _top_eigvec(S: np.ndarray):
     w, E = linalg.eigh(S, subset_by_index=[S.shape[0] - 1, S.shape[0] - 1])
     return w[0], E[:, 0]
 
-# %% ../nbs/05_nystrom.ipynb #cc129918
+# %% ../nbs/05_nystrom.ipynb #bdb06a15
 def power_method(S: np.ndarray, x0=None, *, tol: float = 1e-12, max_iter: int = 10_000):
     "Top eigenpair of a symmetric PSD matrix by power iteration; returns `(eigenvalue, vector, iterations)`."
     S = np.asarray(S, dtype=np.float64)
@@ -73,9 +73,9 @@ def power_method(S: np.ndarray, x0=None, *, tol: float = 1e-12, max_iter: int = 
         x, mu = y, mu_new
     return mu, x, max_iter
 
-# %% ../nbs/05_nystrom.ipynb #829ae796
+# %% ../nbs/05_nystrom.ipynb #ed8f4cfb
 def npc_step(fbar_t: np.ndarray, X: np.ndarray, *, noise: float = 0.1, lam: float = 1.0, n_basis: int = 300,
-             basis=None, device: str = "cpu", rtol: float = 1e-10) -> np.ndarray:
+             basis=None, device: str = "cpu", rtol: float = 1e-10, max_kernel_mb: float = 256) -> np.ndarray:
     "One Nyström NPC update (e:objectivef) with $Q''$ (e:qprime2) through the $Y$-decomposition (e:Ydecomp); returns the unit-norm, centred, oriented $\\mathbf f^*$."
     fbar_t = np.ascontiguousarray(fbar_t, dtype=np.float64)
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -88,8 +88,12 @@ def npc_step(fbar_t: np.ndarray, X: np.ndarray, *, noise: float = 0.1, lam: floa
         raise ValueError(f"`lam` must be >= 0; got {lam}.")
     idx = basis_indices(n, n_basis) if basis is None else np.asarray(basis)
     B = np.ascontiguousarray(X[idx])
-    if device == "cpu":
-        M, kf, ks = gram_stats(X, B, fbar_t)
+    if device == "cpu" and n * len(idx) * 8 <= max_kernel_mb * 2**20:
+        K = kernel_matrix(X, B)                                # K_GB once; BLAS gets whole matrices
+        M, kf, ks = K.T @ K, K.T @ fbar_t, K.sum(0)
+        matvec = lambda X_, B_, u_: K @ u_
+    elif device == "cpu":
+        M, kf, ks = gram_stats(X, B, fbar_t)                   # streamed: memory O(block) whatever N
         matvec = kernel_matvec
     elif device == "cuda":
         from predictability.cuda import gram_stats_cuda, kernel_matvec_cuda
@@ -129,7 +133,7 @@ def npc_step_reference(fbar_t: np.ndarray, X: np.ndarray, *, noise: float = 0.1,
     f = Y @ E[:, -1]
     return orient(f / np.linalg.norm(f), fbar_t)
 
-# %% ../nbs/05_nystrom.ipynb #e74651b0
+# %% ../nbs/05_nystrom.ipynb #ab173b77
 def nystrom_predictability(f: np.ndarray, X: np.ndarray, *, noise: float = 0.1, n_basis: int = 300, basis=None,
                            rtol: float = 1e-10) -> float:
     "Sparse-GP predictability $\\mathbf f^\\top Q''\\mathbf f/\\mathbf f^\\top C_N\\mathbf f$ (e:qprime2), streamed."
