@@ -19,20 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # RegexRemovePreprocessor uses re.match on the whole source: a `#| hide` line (not `#| hide_line`) among the
 # leading directive lines of a cell
 HIDE_PATTERN = r'^(?:[ \t]*#\|[^\n]*\n)*[ \t]*#\|[ \t]*hide[ \t]*(?:\n|$)'
-_re_directive = re.compile(r'^\s*#\|\s?(.*)$')
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_docs import _parse_directives, _re_directive  # noqa: E402
 _re_hide_line = re.compile(r'#\|\s*hide_line\s*$')  # nbdev: a code line ending so is not shown
 
 
 def _directives(source):
-    d = {}
-    for line in source.splitlines():
-        m = _re_directive.match(line)
-        if not m:
-            if line.strip(): break
-            continue
-        key, _, val = m.group(1).strip().partition(' ')
-        if key: d[key.rstrip(':').lower()] = val.strip().strip('"\'').lower()
-    return d
+    "Leading `#| key: value` lines of a cell -> {key: value} (the same parser the docs build uses)."
+    return _parse_directives(source)
 
 
 _re_mdlink = re.compile(r'(\]\(\s*<?)([^)\s>]+)')
