@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['joint_step', 'CombineResult', 'combine']
 
-# %% ../nbs/07_combine.ipynb #0fc71c8a
+# %% ../nbs/07_combine.ipynb #a29e5bd0
 import warnings
 from dataclasses import dataclass, field
 
@@ -20,7 +20,7 @@ from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_step
 from .opc import opc_step
 
-# %% ../nbs/07_combine.ipynb #4e4bbae7
+# %% ../nbs/07_combine.ipynb #07639491
 def joint_step(Hbar: np.ndarray, step, update) -> np.ndarray:
     "One Jacobi sweep of Algorithm 1: column `p` (for `p` in `update`) becomes `step(p, Hbar)`; the others are kept."
     new = Hbar.copy()
@@ -28,7 +28,7 @@ def joint_step(Hbar: np.ndarray, step, update) -> np.ndarray:
         new[:, p] = step(p, Hbar)       # every update reads H^t, never H^{t+1}
     return new
 
-# %% ../nbs/07_combine.ipynb #d9dcd566
+# %% ../nbs/07_combine.ipynb #c1ecd304
 METHODS = ("npc", "npc-exact", "lpc", "opc")
 NPC_EXACT_MAX_N = 5000
 
@@ -44,11 +44,14 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
         o = others(p, Hb.shape[1])
         return np.sqrt(Hb.shape[0]) * Hb[:, o] * np.sqrt(weights[p, o] / kernel_scale)
     if method == "npc-exact":
-        return lambda p, Hb: npc_exact_step(Hb[:, p], gaussian_kernel(features(p, Hb), features(p, Hb)), noise, lam)
+        def exact(p, Hb):
+            X = features(p, Hb)
+            return npc_exact_step(Hb[:, p], gaussian_kernel(X, X), noise, lam)
+        return exact
     return lambda p, Hb: npc_step(Hb[:, p], features(p, Hb), noise=noise, lam=lam, n_basis=n_basis,
                                   basis=basis, device=device)
 
-# %% ../nbs/07_combine.ipynb #ef1fa19e
+# %% ../nbs/07_combine.ipynb #fc5748df
 def _check_inputs(target, references, method, n_basis):
     F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
     if references is None:
@@ -95,7 +98,7 @@ def _check_positive(name, value, strict=True):
     if not np.isfinite(value) or (value <= 0 if strict else value < 0):
         raise ValueError(f"`{name}` must be {'> 0' if strict else '>= 0'} and finite; got {value}.")
 
-# %% ../nbs/07_combine.ipynb #c0f6fc2a
+# %% ../nbs/07_combine.ipynb #07ded2b4
 @dataclass
 class CombineResult:
     "What `combine` returns."
