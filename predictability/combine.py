@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['joint_step', 'CombineResult', 'combine']
 
-# %% ../nbs/07_combine.ipynb #a29e5bd0
+# %% ../nbs/07_combine.ipynb #154611e5
 import warnings
 from dataclasses import dataclass, field
 
@@ -13,14 +13,14 @@ import numpy as np
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
-from .core import NormStats, as_predictors, normalize
+from .core import NormStats, as_predictors, check_scalar, normalize
 from .kernels import gaussian_kernel
 from .lpc import check_collinear, lpc_step
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_step
 from .opc import opc_step
 
-# %% ../nbs/07_combine.ipynb #07639491
+# %% ../nbs/07_combine.ipynb #b5e6fa62
 def joint_step(Hbar: np.ndarray, step, update) -> np.ndarray:
     "One Jacobi sweep of Algorithm 1: column `p` (for `p` in `update`) becomes `step(p, Hbar)`; the others are kept."
     new = Hbar.copy()
@@ -28,7 +28,7 @@ def joint_step(Hbar: np.ndarray, step, update) -> np.ndarray:
         new[:, p] = step(p, Hbar)       # every update reads H^t, never H^{t+1}
     return new
 
-# %% ../nbs/07_combine.ipynb #c1ecd304
+# %% ../nbs/07_combine.ipynb #13bcec8e
 METHODS = ("npc", "npc-exact", "lpc", "opc")
 NPC_EXACT_MAX_N = 5000
 
@@ -51,7 +51,7 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
     return lambda p, Hb: npc_step(Hb[:, p], features(p, Hb), noise=noise, lam=lam, n_basis=n_basis,
                                   basis=basis, device=device)
 
-# %% ../nbs/07_combine.ipynb #fc5748df
+# %% ../nbs/07_combine.ipynb #b3a9da0a
 def _check_inputs(target, references, method, n_basis):
     F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
     if references is None:
@@ -94,11 +94,7 @@ def _check_inputs(target, references, method, n_basis):
                       "(the Nystrom approximation is then exact).", stacklevel=3)
     return F, F2, Gr, Fb, Gb
 
-def _check_positive(name, value, strict=True):
-    if not np.isfinite(value) or (value <= 0 if strict else value < 0):
-        raise ValueError(f"`{name}` must be {'> 0' if strict else '>= 0'} and finite; got {value}.")
-
-# %% ../nbs/07_combine.ipynb #07ded2b4
+# %% ../nbs/07_combine.ipynb #266f99c9
 @dataclass
 class CombineResult:
     "What `combine` returns."
@@ -132,9 +128,9 @@ def combine(target, references, *, method: str = "npc", n_iter: int = 20, n_basi
     F, F2, Gr, Fb, Gb = _check_inputs(target, references, method, n_basis)
     if int(n_iter) != n_iter or n_iter < 0:
         raise ValueError(f"`n_iter` must be a non-negative integer; got {n_iter}.")
-    _check_positive("lam", lam, strict=False)
-    _check_positive("noise", noise)
-    _check_positive("kernel_scale", kernel_scale)
+    lam = check_scalar(lam, "lam")
+    noise = check_scalar(noise, "noise", strict=True)
+    kernel_scale = check_scalar(kernel_scale, "kernel_scale", strict=True)
     if int(n_basis) != n_basis or n_basis < 1:
         raise ValueError(f"`n_basis` must be a positive integer; got {n_basis}.")
     if device not in ("cpu", "cuda"):

@@ -6,7 +6,7 @@
 __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats_reference', 'kernel_matvec_reference', 'gram_stats', 'kernel_matvec',
            'kernel_matrix']
 
-# %% ../nbs/03_kernels.ipynb #6196e048
+# %% ../nbs/03_kernels.ipynb #b5831859
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -17,18 +17,9 @@ from numba import njit, types
 from numba.extending import intrinsic
 from scipy.linalg import blas as _blas
 
-from .core import JIT_OPTIONS, as_predictors, one_blas_thread, standardize
+from .core import JIT_OPTIONS, as_predictors, check_scalar, one_blas_thread, standardize
 
-# %% ../nbs/03_kernels.ipynb #fa6387a3
-def _check_scale(kernel_scale) -> float:
-    try:
-        s = float(kernel_scale)
-    except (TypeError, ValueError):
-        raise ValueError(f"`kernel_scale` must be a positive number; got {kernel_scale!r}.") from None
-    if not (np.isfinite(s) and s > 0):
-        raise ValueError(f"`kernel_scale` must be a positive finite number; got {kernel_scale!r}.")
-    return s
-
+# %% ../nbs/03_kernels.ipynb #20880367
 def _check_weights(weights, R: int) -> np.ndarray:
     if weights is None:
         return np.full(R, 1.0 / R)
@@ -54,10 +45,10 @@ def kernel_features(G, weights=None, kernel_scale=1.0) -> np.ndarray:
     if G.ndim == 1:
         G = G[:, None]
     w = _check_weights(weights, G.shape[1])
-    s = _check_scale(kernel_scale)
+    s = check_scalar(kernel_scale, "kernel_scale", strict=True)
     return standardize(G, "G") * np.sqrt(w / s)
 
-# %% ../nbs/03_kernels.ipynb #89d20130
+# %% ../nbs/03_kernels.ipynb #5a8b3a58
 def _check_features(X, name: str) -> np.ndarray:
     return as_predictors(X, name, ndim=(2,), min_points=1)
 
@@ -79,7 +70,7 @@ def gaussian_kernel(X, Y) -> np.ndarray:
     np.maximum(d, 0.0, out=d)
     return np.exp(-d, out=d)
 
-# %% ../nbs/03_kernels.ipynb #a97a686b
+# %% ../nbs/03_kernels.ipynb #dddc87e0
 def _check_values(v, n: int, name: str, n_name: str):
     v = as_predictors(v, name, ndim=(1, 2), min_points=1)
     if v.shape[0] != n:
@@ -99,7 +90,7 @@ def kernel_matvec_reference(X, B, u):
     u = _check_values(u, B.shape[0], "u", "`B`")
     return gaussian_kernel(X, B) @ u
 
-# %% ../nbs/03_kernels.ipynb #8248486b
+# %% ../nbs/03_kernels.ipynb #54d132a2
 @intrinsic
 def _fmuladd(typingctx, a, b, c):
     "`a*b + c`, one FMA where the CPU has one (`llvm.fmuladd`)."
@@ -131,7 +122,7 @@ def _bits_float(typingctx, i):
         return builder.bitcast(args[0], context.get_value_type(sig.return_type))
     return ret(i), codegen
 
-# %% ../nbs/03_kernels.ipynb #902a510a
+# %% ../nbs/03_kernels.ipynb #73f1d46c
 _EXP_JIT = {**JIT_OPTIONS, "fastmath": False}   # the range reduction needs IEEE rounding
 
 _LOG2E = 1.4426950408889634
@@ -209,7 +200,7 @@ def _exp_neg32_array(x, out):
     for i in range(x.shape[0]):
         out[i] = _exp_neg32(x[i])
 
-# %% ../nbs/03_kernels.ipynb #21367d84
+# %% ../nbs/03_kernels.ipynb #2dcb26de
 @njit(**_EXP_JIT)
 def _gauss_rows(A, xx, bb):
     """In place, A[i,j] <- exp(-max(xx[i] + bb[j] - 2 A[i,j], 0)).
@@ -256,7 +247,7 @@ def _gauss_rows_direct(X, BT, K):
 
 _DIRECT_MAX_D = 8
 
-# %% ../nbs/03_kernels.ipynb #89ca6ab3
+# %% ../nbs/03_kernels.ipynb #50810ced
 def _default_threads() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -285,7 +276,7 @@ def _run_chunks(work, chunks):
         with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
             return list(ex.map(lambda c: work(*c), chunks))
 
-# %% ../nbs/03_kernels.ipynb #8e592fb8
+# %% ../nbs/03_kernels.ipynb #396006a7
 def _check_block_rows(block_rows, N: int, n: int) -> int:
     if block_rows is None:
         block_rows = min(8192, max(256, (1 << 19) // max(n, 1)))
@@ -373,7 +364,7 @@ def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
 
-# %% ../nbs/03_kernels.ipynb #62fde23c
+# %% ../nbs/03_kernels.ipynb #49b0cb1a
 def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
     buf = np.empty((min(block_rows, hi - lo), B.shape[0]))
     for s in range(lo, hi, block_rows):
@@ -400,7 +391,7 @@ def kernel_matvec(X, B, u, *, block_rows=None, n_threads=None):
     _run_chunks(lambda lo, hi: _matvec_chunk(Xc, Bc, BT, xx, bb, U, out, lo, hi, block_rows, direct), chunks)
     return out[:, 0].copy() if u.ndim == 1 else out
 
-# %% ../nbs/03_kernels.ipynb #ec928a4a
+# %% ../nbs/03_kernels.ipynb #0f2a4c73
 def kernel_matrix(X, B, *, block_rows=None, n_threads=None) -> np.ndarray:
     """$K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$ formed whole, (N, N') float64, with the fused kernel.
 

@@ -5,24 +5,24 @@
 # %% auto #0
 __all__ = ['reference_basis', 'check_collinear', 'linear_predictability', 'lpc_step', 'lpc_objective']
 
-# %% ../nbs/02_lpc.ipynb #88ffa869
+# %% ../nbs/02_lpc.ipynb #7a85fca1
 import numpy as np
 
-from .core import as_predictors, normalize
-from .opc import _as_scalar, _check_rows, _top_direction
+from .core import as_predictors, check_scalar, normalize
+from .opc import _check_rows, _top_direction
 
-# %% ../nbs/02_lpc.ipynb #4acef481
+# %% ../nbs/02_lpc.ipynb #575c582e
 def reference_basis(Gbar: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
     "Orthonormal basis $U$ (N, r) of the span of the references projected onto $\\mathcal M$, so that $Q=UU^\\top$; singular values $\\le$ `rtol` $\\cdot s_1$ are dropped."
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
-    rtol = _as_scalar(rtol, "rtol", high=1.0)
+    rtol = check_scalar(rtol, "rtol", high=1.0)
     return _basis(Gb, rtol)
 
 def _basis(Gb: np.ndarray, rtol: float) -> np.ndarray:
     U, s, _ = np.linalg.svd(Gb, full_matrices=False)
     return U[:, s > rtol * s[0]]
 
-# %% ../nbs/02_lpc.ipynb #b42687bb
+# %% ../nbs/02_lpc.ipynb #16eb7104
 def _collinear_columns(Gb: np.ndarray, rtol: float):
     "[(j, columns j depends on, distance of column j to their span)] for the unit columns of `Gb`, in order."
     Rf = np.linalg.qr(Gb, mode="r")            # Gb^T Gb = Rf^T Rf: same geometry, R x R (or N x R) vectors
@@ -41,11 +41,11 @@ def _collinear_columns(Gb: np.ndarray, rtol: float):
             kept.append(j)
     return found
 
-# %% ../nbs/02_lpc.ipynb #94557ee0
+# %% ../nbs/02_lpc.ipynb #e91bfe6e
 def check_collinear(Gbar: np.ndarray, name: str = "references", rtol: float = 1e-8) -> None:
     "Raise `ValueError` naming each reference (column) that is within `rtol` of the span of the earlier ones, after projection onto $\\mathcal M$."
     Gb = normalize(as_predictors(Gbar, name, ndim=(2,)), name)
-    rtol = _as_scalar(rtol, "rtol", high=1.0)
+    rtol = check_scalar(rtol, "rtol", high=1.0)
     found = _collinear_columns(Gb, rtol)
     if found:
         parts = [f"column {j} is (nearly) a linear combination of column(s) {deps} (distance {dist:.1e} from their span)"
@@ -54,7 +54,7 @@ def check_collinear(Gbar: np.ndarray, name: str = "references", rtol: float = 1e
                          + f". Drop the redundant column(s) {[j for j, _, _ in found]}; "
                          "duplicated or linearly dependent references add nothing and make (G^T G) singular.")
 
-# %% ../nbs/02_lpc.ipynb #7583c274
+# %% ../nbs/02_lpc.ipynb #a7788bb9
 def linear_predictability(f: np.ndarray, G: np.ndarray, rtol: float = 1e-10):
     "Linear predictability $\\mathcal P_L=\\mathbf f^\\top Q\\mathbf f/\\mathbf f^\\top C_N\\mathbf f$ (e:linearpred) of `f` (N,) or (N, K) from references `G` (N, R): a float, or (K,) floats."
     f = as_predictors(f, "f", ndim=(1, 2))
@@ -65,14 +65,14 @@ def linear_predictability(f: np.ndarray, G: np.ndarray, rtol: float = 1e-10):
     p = ((U.T @ fb) ** 2).sum(axis=0)
     return float(p) if f.ndim == 1 else p
 
-# %% ../nbs/02_lpc.ipynb #1745c064
+# %% ../nbs/02_lpc.ipynb #543f9e28
 def lpc_step(fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, rtol: float = 1e-10) -> np.ndarray:
     "One LPC update (e:lpc): the top eigenvector of $A=\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_JQ$ via the small Gram eigenproblem of $Y=[\\overline{\\mathbf f}^t,\\sqrt{\\lambda_J}U]$; unit norm, centred, oriented."
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar")
-    lam = _as_scalar(lam, "lam")
-    U = _basis(Gb, _as_scalar(rtol, "rtol", high=1.0))
+    lam = check_scalar(lam, "lam")
+    U = _basis(Gb, check_scalar(rtol, "rtol", high=1.0))
     Y = np.column_stack([fb, np.sqrt(lam) * U])     # A = Y Y^T (e:lpc)
     return _top_direction(Y, fb)
 
@@ -82,4 +82,4 @@ def lpc_objective(f: np.ndarray, fbar_t: np.ndarray, Gbar: np.ndarray, lam: floa
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     U = reference_basis(Gbar, rtol)
     _check_rows(fb, U, "fbar_t", "Gbar"); _check_rows(fb, fn, "fbar_t", "f")
-    return float((fn @ fb) ** 2 + _as_scalar(lam, "lam") * ((U.T @ fn) ** 2).sum())
+    return float((fn @ fb) ** 2 + check_scalar(lam, "lam") * ((U.T @ fn) ** 2).sum())

@@ -5,70 +5,57 @@
 # %% auto #0
 __all__ = ['opc_kl_step', 'opc_weights', 'opc_step', 'opc_objective']
 
-# %% ../nbs/01_opc.ipynb #cec84898
+# %% ../nbs/01_opc.ipynb #4a75e09e
 import numpy as np
 
-from .core import as_predictors, normalize, orient
+from .core import as_predictors, check_scalar, normalize, orient
 
-# %% ../nbs/01_opc.ipynb #7473d18e
-def _as_scalar(x, name: str, *, low: float = 0.0, strict: bool = False, high: float = np.inf) -> float:
-    "Validate a real hyperparameter: finite and `> low` (`strict`) or `>= low`, and `< high`."
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{name}` must be a real number; got {x!r}.") from None
-    ok = np.isfinite(v) and (v > low if strict else v >= low) and v < high
-    if not ok:
-        rel = ">" if strict else ">="
-        rng_txt = f"{rel} {low:g}" + (f" and < {high:g}" if np.isfinite(high) else "")
-        raise ValueError(f"`{name}` must be a finite number {rng_txt}; got {x!r}.")
-    return v
-
+# %% ../nbs/01_opc.ipynb #5c058750
 def _check_rows(f: np.ndarray, G: np.ndarray, fname: str, gname: str):
     if G.shape[0] != f.shape[0]:
         raise ValueError(f"`{fname}` has {f.shape[0]} points but `{gname}` has {G.shape[0]}; both must be evaluated "
                          "on the same points.")
 
-# %% ../nbs/01_opc.ipynb #387daa1d
+# %% ../nbs/01_opc.ipynb #3f70adcf
 def opc_kl_step(f_t: np.ndarray, G: np.ndarray, lam: float = 1.0, sigma2: float = 1.0, variance: float = 1.0) -> np.ndarray:
     "One step of Kim et al.'s OPC (e:ttc) for Gaussians $\\mathcal N(\\cdot, vI)$: $(\\mathbf f^t+\\lambda_O\\sum_iw_i\\mathbf g_i)/(1+\\lambda_O\\sum_iw_i)$."
     f_t = as_predictors(f_t, "f_t", ndim=(1,))
     G = as_predictors(G, "G", ndim=(2,))
     _check_rows(f_t, G, "f_t", "G")
-    lam = _as_scalar(lam, "lam")
-    sigma2 = _as_scalar(sigma2, "sigma2", strict=True)
-    variance = _as_scalar(variance, "variance", strict=True)
+    lam = check_scalar(lam, "lam")
+    sigma2 = check_scalar(sigma2, "sigma2", strict=True)
+    variance = check_scalar(variance, "variance", strict=True)
     d2 = ((G - f_t[:, None]) ** 2).sum(axis=0) / (2.0 * variance * f_t.shape[0])  # per-point KL(f^t | g_i)
     w = np.exp(-d2 / sigma2)                                                      # (e:ttc) weights
     return (f_t + lam * (G @ w)) / (1.0 + lam * w.sum())                         # argmin of (e:ttc)
 
-# %% ../nbs/01_opc.ipynb #cb5ecae6
+# %% ../nbs/01_opc.ipynb #a54a4e41
 def opc_weights(fbar_t: np.ndarray, Gbar: np.ndarray, sigma2: float = 1.0) -> np.ndarray:
     "Relevance weights $w_i=\\exp(-\\lVert\\overline{\\mathbf f}^t-\\overline{\\mathbf g}_i\\rVert^2/\\sigma_O^2)$ of (e:ttcadapt); inputs are projected onto $\\mathcal M$ first."
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar")
-    sigma2 = _as_scalar(sigma2, "sigma2", strict=True)
+    sigma2 = check_scalar(sigma2, "sigma2", strict=True)
     return _opc_weights(fb, Gb, sigma2)
 
 def _opc_weights(fb, Gb, sigma2):
     return np.exp(-((Gb - fb[:, None]) ** 2).sum(axis=0) / sigma2)
 
-# %% ../nbs/01_opc.ipynb #62b64ecb
+# %% ../nbs/01_opc.ipynb #34ad0840
 def _top_direction(Y: np.ndarray, ref: np.ndarray) -> np.ndarray:
     "Unit top eigenvector of $YY^\\top$ from the small Gram eigenproblem $Y^\\top Y\\mathbf e=\\mu\\mathbf e$, oriented against `ref`."
     vals, vecs = np.linalg.eigh(Y.T @ Y)
     f = Y @ vecs[:, -1]
     return orient(f / np.linalg.norm(f), ref)
 
-# %% ../nbs/01_opc.ipynb #40674721
+# %% ../nbs/01_opc.ipynb #b63cfde5
 def opc_step(fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, sigma2: float = 1.0) -> np.ndarray:
     "One $L^2$-OPC update (e:ttcadapt): the top eigenvector of $\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_O\\sum_iw_i\\overline{\\mathbf g}_i\\overline{\\mathbf g}_i^\\top$, unit norm, centred, oriented."
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar")
-    lam = _as_scalar(lam, "lam")
-    sigma2 = _as_scalar(sigma2, "sigma2", strict=True)
+    lam = check_scalar(lam, "lam")
+    sigma2 = check_scalar(sigma2, "sigma2", strict=True)
     w = _opc_weights(fb, Gb, sigma2)
     Y = np.column_stack([fb, Gb * np.sqrt(lam * w)])   # A = Y Y^T
     return _top_direction(Y, fb)
@@ -79,6 +66,6 @@ def opc_objective(f: np.ndarray, fbar_t: np.ndarray, Gbar: np.ndarray, lam: floa
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar"); _check_rows(fb, fn, "fbar_t", "f")
-    lam = _as_scalar(lam, "lam")
-    w = _opc_weights(fb, Gb, _as_scalar(sigma2, "sigma2", strict=True))
+    lam = check_scalar(lam, "lam")
+    w = _opc_weights(fb, Gb, check_scalar(sigma2, "sigma2", strict=True))
     return float((fn @ fb) ** 2 + lam * (w * (Gb.T @ fn) ** 2).sum())
