@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
 from scipy.linalg import blas as _blas
 
-from .core import JIT_OPTIONS, as_predictors, check_scalar, one_blas_thread, standardize
+from .core import JIT_OPTIONS, jit, as_predictors, check_scalar, one_blas_thread, standardize
 
 # %% ../nbs/03_kernels.ipynb #20880367
 def _check_weights(weights, R: int) -> np.ndarray:
@@ -134,7 +134,7 @@ _C = [1.0 / math.factorial(m) for m in range(14)]
 _C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13 = _C
 _EXP_MIN = -708.7                            # below: k < -1022, result flushed to 0
 
-@njit(inline="always", **_EXP_JIT)
+@jit(inline="always", **_EXP_JIT)
 def _exp_neg(x):
     """$e^x$ for float64 $x\\le0$, branch-free so that loops over it vectorise.
 
@@ -173,7 +173,7 @@ _D0, _D1, _D2, _D3, _D4, _D5, _D6, _D7 = (_F32(1.0 / math.factorial(m)) for m in
 _EXP_MIN_F = _F32(-87.6)                     # below: k < -126
 _ZERO_F = _F32(0.0)
 
-@njit(inline="always", **_EXP_JIT)
+@jit(inline="always", **_EXP_JIT)
 def _exp_neg32(x):
     "float32 twin of `_exp_neg`: $t = x\\log_2e + 1.5\\cdot2^{23}$, $e^r=\\sum_{m\\le7}r^m/m!$, $2^k$ = bits $(k+127)\\ll23$, 0 below $-87.6$."
     t = _fmuladd(x, _LOG2E_F, _MAGIC_F)
@@ -188,20 +188,20 @@ def _exp_neg32(x):
     v = p * scale
     return v if x >= _EXP_MIN_F else _ZERO_F
 
-@njit(**_EXP_JIT)
+@jit(**_EXP_JIT)
 def _exp_neg_array(x, out):
     "out[i] = `_exp_neg`(x[i]) over 1-D float64 arrays (for tests and timing)."
     for i in range(x.shape[0]):
         out[i] = _exp_neg(x[i])
 
-@njit(**_EXP_JIT)
+@jit(**_EXP_JIT)
 def _exp_neg32_array(x, out):
     "out[i] = `_exp_neg32`(x[i]) over 1-D float32 arrays."
     for i in range(x.shape[0]):
         out[i] = _exp_neg32(x[i])
 
 # %% ../nbs/03_kernels.ipynb #2dcb26de
-@njit(**_EXP_JIT)
+@jit(**_EXP_JIT)
 def _gauss_rows(A, xx, bb):
     """In place, A[i,j] <- exp(-max(xx[i] + bb[j] - 2 A[i,j], 0)).
 
@@ -215,7 +215,7 @@ def _gauss_rows(A, xx, bb):
             d = d if d > 0.0 else 0.0
             A[i, j] = _exp_neg(-d)
 
-@njit(**_EXP_JIT)
+@jit(**_EXP_JIT)
 def _gauss_rows32(A, xx, bb):
     "float32 twin of `_gauss_rows`."
     m, n = A.shape
@@ -227,7 +227,7 @@ def _gauss_rows32(A, xx, bb):
             d = d if d > _ZERO_F else _ZERO_F
             A[i, j] = _exp_neg32(-d)
 
-@njit(**_EXP_JIT)
+@jit(**_EXP_JIT)
 def _gauss_rows_direct(X, BT, K):
     """K[i,j] = exp(-sum_d (X[i,d] - BT[d,j])^2) for a block of rows X (m, D) and the transposed basis BT (D, n).
 
