@@ -7,10 +7,12 @@ __all__ = ['ard_energy', 'ArdResult', 'fit_ard_gram', 'fit_ard', 'fit_ard_joint'
 
 # %% ../nbs/06_ard.ipynb #d0bef029
 import contextlib
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, optimize
+from sklearn.exceptions import ConvergenceWarning
 
 from .core import as_predictors, standardize
 
@@ -136,6 +138,11 @@ def fit_ard_joint(H, *, bounds=(-12, 8), max_iter=200, noise=None, return_result
         r = fit_ard_gram(C[np.ix_(idx, idx)], C[idx, p], C[p, p], n, bounds=bounds, max_iter=max_iter, noise=noise)
         W[p, idx] = r.relevance
         results.append(r)
+    failed = [p for p, r in enumerate(results) if not r.converged]
+    if failed:                                   # report, do not hide: the weights are used as they are
+        warnings.warn(f"ARD did not converge for column(s) {failed} of `H` (L-BFGS-B stopped after max_iter="
+                      f"{max_iter} iterations with a projected gradient above 1e-3); their relevance weights may be "
+                      "poor. Raise `max_iter`, or pass `ard=False` to `combine`.", ConvergenceWarning, stacklevel=2)
     return (W, results) if return_results else W
 
 # %% ../nbs/06_ard.ipynb #26addafb

@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/13_cli.ipynb #6abffb9f
 def _cmd_combine(args) -> int:
-    from predictability.combine import combine
+    from predictability import combine
     target, names = read_predictors(args.target, "TARGET")
     refs = None if args.references is None else read_predictors(args.references, "REFERENCES")[0]
     if file_format(args.target) != "npy" and target.shape[1] == 1:      # a one-column table is a 1-D target

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from .ard import fit_ard_joint
-from .combine import combine
-from .tune import kendall_tau, tune
+from . import combine
+from .tuning import kendall_tau, tune
 
 # %% ../nbs/12_demo.ipynb #ddbf77c9
 YEAST_SHAPE = (2417, 103, 14)

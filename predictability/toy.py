@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .combine import combine
+from . import combine
 from .opc import opc_kl_step
-from .tune import kendall_tau, pairwise_accuracy
+from .tuning import kendall_tau, pairwise_accuracy
 
 # %% ../nbs/10_toy.ipynb #9bed4266
 @dataclass

@@ -37,7 +37,7 @@ def test_module_combine_csv(files):
     assert r.returncode == 0, r.stderr
     out = pd.read_csv(d / "out.csv")
     assert list(out.columns) == ["score"] and out.shape == (80, 1)
-    from predictability.combine import combine
+    from predictability import combine
     np.testing.assert_allclose(out["score"].to_numpy(), combine(f0, G, n_iter=2, n_basis=30).prediction,
                                rtol=0, atol=1e-12)
 

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
@@ -148,9 +147,7 @@ def exported_api():
         path = ROOT / (mod.replace('.', '/') + '.py')
         if not path.exists(): continue
         all_ = set()
-        with warnings.catch_warnings():  # LaTeX in a module docstring: invalid escapes are not our concern here
-            warnings.simplefilter('ignore')
-            tree = ast.parse(path.read_text(encoding='utf-8'))
+        tree = ast.parse(path.read_text(encoding='utf-8'))
         for node in tree.body:
             if isinstance(node, ast.Assign) and any(getattr(t, 'id', '') == '__all__' for t in node.targets):
                 all_ = set(ast.literal_eval(node.value))

@@ -18,13 +18,49 @@ def test_readme_gives_two_setup_commands():
     assert "nbdev_test" in cmds[1] and "pytest" in cmds[1]
 
 
-def test_ci_runs_the_readme_test_command():
+def _ci_block(ci, name):
+    return re.search(rf"# >>> README {name} command\n(.*?)\n# <<< README {name} command", ci, flags=re.S)
+
+
+def test_ci_runs_both_readme_commands_in_order():
+    "CI runs the README's two set-up commands as written, the main job first, in the same folder and venv"
     ci = (ROOT / ".ci" / "run").read_text()
-    block = re.search(r"# >>> README test command\n(.*?)\n# <<< README test command", ci, flags=re.S).group(1)
-    assert block.strip() == _readme_commands()[1].strip()
+    main, test = _ci_block(ci, "main job"), _ci_block(ci, "test")
+    assert main.group(1).strip() == _readme_commands()[0].strip()
+    assert test.group(1).strip() == _readme_commands()[1].strip()
+    assert main.start() < test.start()
+    between = ci[main.end():test.start()]
+    assert "rm " not in between and "cd " not in between, "nothing may clean up between the two commands"
 
 
 def test_no_data_files_are_committed():
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     bad = [f for f in files if re.search(r"\.(mat|npy|npz|parquet|pkl|h5)$", f)]
     assert not bad, f"data files are committed: {bad}"
+
+
+def test_modules_parse_cleanly_and_have_docstrings():
+    "Every module compiles without a warning (no invalid escapes such as LaTeX in a docstring) and has a docstring"
+    import ast
+    import warnings
+    for path in sorted((ROOT / "predictability").rglob("*.py")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if path.name != "_modidx.py":
+            doc = ast.get_docstring(tree)
+            assert doc and "\t" not in doc, f"{path.name}: missing docstring or a TAB in it"
+
+
+def test_package_names_functions_and_modules_apart():
+    "`predictability.combine` is the function; the modules that define it have other names"
+    import importlib
+    import predictability
+    assert predictability.__doc__ and "predictor combination" in predictability.__doc__
+    assert callable(predictability.combine) and callable(predictability.tune)
+    for mod in ("combination", "tuning"):
+        m = importlib.import_module(f"predictability.{mod}")
+        assert m.__name__ == f"predictability.{mod}"
+    import predictability.combination as m
+    assert m.combine is predictability.combine
+    assert callable(predictability.combine)          # importing the module did not rebind the function
