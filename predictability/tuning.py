@@ -6,6 +6,7 @@
 __all__ = ['DEFAULT_GRID', 'kendall_tau', 'pairwise_accuracy', 'accuracy', 'TuneResult', 'tune']
 
 # %% ../nbs/08_tune.ipynb #fff58de8
+import inspect
 import itertools
 from dataclasses import dataclass
 
@@ -86,6 +87,26 @@ def _check_index(index, n: int) -> np.ndarray:
         raise ValueError("`index` selects some rows more than once; each labelled point must appear once.")
     return index
 
+def _check_grid(grid, combine_kwargs) -> dict:
+    "The grid as {keyword of `combine`: non-empty list of values}; unknown or doubly given keywords are refused."
+    grid = DEFAULT_GRID if grid is None else grid
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError(f"`grid` must be a non-empty dict of {{keyword: list of values}}; got {grid!r}.")
+    allowed = set(inspect.signature(combine).parameters) - {"target", "references", "method", "n_iter"}
+    unknown = sorted(set(grid) - allowed) + sorted(set(combine_kwargs) - allowed)
+    if unknown:
+        raise ValueError(f"unknown `combine` keyword(s) {unknown} in `grid` or the keyword arguments of `tune`; "
+                         f"use some of {sorted(allowed)}.")
+    both = sorted(set(grid) & set(combine_kwargs))
+    if both:
+        raise ValueError(f"{both} given both in `grid` and as keyword arguments; give each in one place.")
+    out = {}
+    for k, v in grid.items():
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) == 0:
+            raise ValueError(f"`grid[{k!r}]` must be a non-empty list of values; got {v!r}.")
+        out[k] = list(v)
+    return out
+
 def _metric(metric, F):
     metric = metric or ("accuracy" if F.ndim == 2 else "kendall")
     fn = {"kendall": kendall_tau, "accuracy": accuracy, "pairwise": pairwise_accuracy}.get(metric, metric) \
@@ -137,7 +158,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
         raise ValueError(f"`labels` has {labels.shape[0]} entries but `index` selects {index.shape[0]} rows.")
     if not np.all(np.isfinite(np.asarray(labels, dtype=np.float64))):
         raise ValueError("`labels` contains NaN or infinite values; label only points with known values.")
-    grid = dict(DEFAULT_GRID if grid is None else grid)
+    grid = _check_grid(grid, combine_kwargs)
     keys = list(grid)
     if method in ("npc", "npc-exact") and combine_kwargs.get("ard", True) is True:
         cols = [F.reshape(len(F), -1)]

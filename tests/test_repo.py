@@ -64,3 +64,19 @@ def test_package_names_functions_and_modules_apart():
     import predictability.combination as m
     assert m.combine is predictability.combine
     assert callable(predictability.combine)          # importing the module did not rebind the function
+
+
+def test_numba_cache_never_inside_the_package(tmp_path):
+    "Compiled kernels are cached in the user cache folder: a cache beside an installed module breaks reinstalls"
+    import os
+    import sys
+    code = ("import numpy as np; from predictability.kernels import gram_stats; "
+            "X = np.random.default_rng(0).normal(size=(50, 3)); gram_stats(X, X[:7], X[:, 0])")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PREDICTABILITY_CACHE_DIR")}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import predictability
+    pkg = Path(predictability.__file__).parent
+    assert not [p for p in pkg.rglob("*") if p.suffix in (".nbi", ".nbc")], "Numba cache files inside the package"
+    assert [p for p in (tmp_path / "predictability").rglob("*") if p.suffix in (".nbi", ".nbc")]
