@@ -15,7 +15,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
-from .combine import CombineResult, combine
+from .combine import CombineResult, combine, reuse_kernel_stats
 from .core import as_predictors
 
 # %% ../nbs/08_tune.ipynb #bd072d79
@@ -79,14 +79,15 @@ def tune(target, references, labels, index, *, metric=None, grid: dict | None = 
             cols.append(as_predictors(references, "references", ndim=(1, 2), min_points=3).reshape(len(F), -1))
         combine_kwargs["ard"] = fit_ard_joint(np.concatenate(cols, axis=1))
     rows, best = [], None
-    for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
-        params = dict(zip(keys, values))
-        res = combine(target, references, method=method, n_iter=n_iter, **combine_kwargs, **params)
-        for t, pred in enumerate(res.history):
-            score = fn(pred[index], labels)
-            rows.append({**params, "iteration": t, "score": score})
-            if best is None or score > best[0]:
-                best = (score, params, t, res)
+    with reuse_kernel_stats():   # grid points with the same kernel scale share the NPC kernel statistics
+        for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
+            params = dict(zip(keys, values))
+            res = combine(target, references, method=method, n_iter=n_iter, **combine_kwargs, **params)
+            for t, pred in enumerate(res.history):
+                score = fn(pred[index], labels)
+                rows.append({**params, "iteration": t, "score": score})
+                if best is None or score > best[0]:
+                    best = (score, params, t, res)
     score, params, t, res = best
     chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
                            {**res.params, "n_iter": t})
