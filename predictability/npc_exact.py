@@ -10,28 +10,32 @@ import warnings
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import blas as _blas
+from scipy.linalg import lapack
 
-from .core import as_predictors, centering_matrix, normalize, orient
+from .core import as_predictors, normalize, one_blas_thread, orient
 
 # %% ../nbs/04_npc_exact.ipynb #4bb0fb05
 def _cho_noisy(K: np.ndarray, noise: float):
-    """Cholesky factor of $K+\\sigma^2I$. It exists for $\\sigma^2>0$ and PSD $K$; if round-off in $K$ (a nearly singular
-    Gram matrix with a tiny noise) breaks it, retry with the noise raised tenfold, at most 4 times, and warn."""
+    """Cholesky factor of $K+\\sigma^2I$ (lower). It exists for $\\sigma^2>0$ and PSD $K$. If round-off breaks it, retry
+    once with a jitter of $10^{-10}\\,\\overline{\\operatorname{diag}K}$ and warn; if that fails, `K` is not a kernel matrix."""
     if not noise > 0:
         raise ValueError(f"`noise` must be > 0; got {noise}. With sigma^2 = 0 the GP interpolates f and every "
                          "predictability is 1.")
-    n, s2 = K.shape[0], float(noise)
-    for attempt in range(5):
-        try:
-            L = linalg.cho_factor(K + s2 * np.eye(n), lower=True)
-            if attempt:
-                warnings.warn(f"K + noise*I was not numerically positive definite; used noise {s2:.3g} "
-                              f"instead of {noise:.3g}.", RuntimeWarning, stacklevel=3)
-            return L
-        except linalg.LinAlgError:
-            s2 *= 10.0
-    raise ValueError(f"K + noise*I is not positive definite even with noise {s2 / 10:.3g}: `K` is not a valid "
-                     "kernel matrix (check it for NaN or negative eigenvalues).")
+    n = K.shape[0]
+    try:
+        return linalg.cho_factor(K + noise * np.eye(n), lower=True)
+    except linalg.LinAlgError:
+        pass
+    jitter = 1e-10 * float(np.mean(np.abs(np.diag(K))))
+    try:
+        L = linalg.cho_factor(K + (noise + jitter) * np.eye(n), lower=True)
+    except linalg.LinAlgError:
+        raise ValueError(f"K + noise*I is not positive definite (noise {noise:.3g}, round-off jitter {jitter:.3g}): "
+                         "`K` is not a valid kernel matrix (check it for NaN or negative eigenvalues).") from None
+    warnings.warn(f"K + noise*I failed its Cholesky factorisation; added a round-off jitter of {jitter:.3g} to the "
+                  f"noise {noise:.3g}. K is slightly indefinite.", RuntimeWarning, stacklevel=3)
+    return L
 
 # %% ../nbs/04_npc_exact.ipynb #4c31a293
 def gp_posterior(K: np.ndarray, f: np.ndarray, noise: float):
@@ -45,14 +49,21 @@ def gp_posterior(K: np.ndarray, f: np.ndarray, noise: float):
 
 # %% ../nbs/04_npc_exact.ipynb #57e03d47
 def q_prime(K: np.ndarray, noise: float) -> np.ndarray:
-    "Dense $Q' = C_N(2S - S^2)C_N$, $S = K(K+\\sigma^2I)^{-1}$ (e:qprime). $O(N^3)$."
+    "Dense $Q' = C_N(2S - S^2)C_N = C_N - \\sigma^4(C_NR)(C_NR)^\\top$, $R=(K+\\sigma^2I)^{-1}$ (e:qprime). About $2N^3$ flops."
     K = np.asarray(K, dtype=np.float64)
     n = K.shape[0]
-    L = _cho_noisy(K, noise)
-    S = linalg.cho_solve(L, K).T            # K (K + s^2 I)^{-1}  (symmetric up to round-off)
-    S = 0.5 * (S + S.T)
-    C = centering_matrix(n)
-    return C @ (2 * S - S @ S) @ C          # (e:qprime)
+    with one_blas_thread():
+        c, _ = _cho_noisy(K, noise)
+        R, info = lapack.dpotri(c, lower=1)                 # (K + s^2 I)^{-1}, lower triangle
+        if info:
+            raise FloatingPointError(f"inverting the Cholesky factor failed (LAPACK info {info}).")
+        R = np.tril(R) + np.tril(R, -1).T
+        Z = R - R.mean(axis=0)                              # C_N R
+        Q = _blas.dsyrk(-noise * noise, Z.T, trans=1, lower=0)   # -s^4 (C_N R)(C_N R)^T, upper triangle
+    Q = np.triu(Q) + np.triu(Q, 1).T
+    Q[np.diag_indices(n)] += 1.0
+    Q -= 1.0 / n                                            # + C_N   (e:qprime)
+    return Q
 
 def nonlinear_predictability(f: np.ndarray, K: np.ndarray, noise: float) -> float:
     "GP predictability $\\mathcal P_N = 1 - \\lVert \\mathbf c - \\mathbf m_{\\mathbf c}\\rVert^2/\\lVert\\mathbf c\\rVert^2$, $\\mathbf c = C_N\\mathbf f$ (e:nonlinearpred)."
@@ -63,10 +74,14 @@ def nonlinear_predictability(f: np.ndarray, K: np.ndarray, noise: float) -> floa
 
 # %% ../nbs/04_npc_exact.ipynb #5f7d5929
 def npc_exact_step(fbar_t: np.ndarray, K: np.ndarray, noise: float, lam: float) -> np.ndarray:
-    "One exact NPC update: the top eigenvector of $A=\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_J Q'$ (e:objectivef), oriented. $O(N^3)$."
+    "One exact NPC update: the top eigenvector of $A=\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_J Q'$ (e:objectivef), oriented. About $3N^3$ flops."
     fbar_t = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     if not lam >= 0:
         raise ValueError(f"`lam` must be >= 0; got {lam}.")
-    A = np.outer(fbar_t, fbar_t) + lam * q_prime(K, noise)        # (e:objectivef)
-    w, V = linalg.eigh(A)
-    return orient(V[:, -1], fbar_t)
+    n = fbar_t.shape[0]
+    A = q_prime(K, noise)
+    A *= lam
+    A += np.outer(fbar_t, fbar_t)                                 # (e:objectivef)
+    with one_blas_thread():                                       # only the top eigenpair (LAPACK syevr)
+        _, V = linalg.eigh(A, subset_by_index=[n - 1, n - 1], overwrite_a=True, check_finite=False)
+    return orient(V[:, 0], fbar_t)

@@ -16,7 +16,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
-from .combination import CombineResult, _align, _is_pandas, _Labels, _wrap, combine
+from .combination import CombineResult, _align, _is_pandas, _Labels, _wrap, combine, reuse_kernel_stats
 from .core import as_predictors, check_bool, check_int
 
 # %% ../nbs/08_tune.ipynb #bd072d79
@@ -166,14 +166,15 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
             cols.append(Gr.reshape(len(F), -1))
         combine_kwargs["ard"] = fit_ard_joint(np.concatenate(cols, axis=1))
     rows, best = [], None
-    for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
-        params = dict(zip(keys, values))
-        res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
-        for t, pred in enumerate(res.history):
-            score = _score(fn, pred[index], labels, params, t)
-            rows.append({**params, "iteration": t, "score": score})
-            if best is None or score > best[0]:
-                best = (score, params, t, res)
+    with reuse_kernel_stats():   # grid points with the same kernel scale share the NPC kernel statistics
+        for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
+            params = dict(zip(keys, values))
+            res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
+            for t, pred in enumerate(res.history):
+                score = _score(fn, pred[index], labels, params, t)
+                rows.append({**params, "iteration": t, "score": score})
+                if best is None or score > best[0]:
+                    best = (score, params, t, res)
     score, params, t, res = best
     chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
                            {**res.params, "n_iter": t})
