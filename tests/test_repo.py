@@ -80,3 +80,21 @@ def test_numba_cache_never_inside_the_package(tmp_path):
     pkg = Path(predictability.__file__).parent
     assert not [p for p in pkg.rglob("*") if p.suffix in (".nbi", ".nbc")], "Numba cache files inside the package"
     assert [p for p in (tmp_path / "predictability").rglob("*") if p.suffix in (".nbi", ".nbc")]
+
+
+def test_imports_stand_in_cells_of_their_own():
+    "nbdev's docs processing re-runs every cell that imports: a test cell that imports and computes breaks the build"
+    import json
+    bad = []
+    for nb in sorted((ROOT / "nbs").rglob("*.ipynb")):
+        if any(part.startswith((".", "_")) for part in nb.relative_to(ROOT / "nbs").parts):
+            continue
+        for i, c in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"]):
+            src = "".join(c["source"])
+            if c["cell_type"] != "code" or re.search(r"^#\|\s*export", src, flags=re.M) or nb.name == "index.ipynb":
+                continue
+            lines = [l for l in src.splitlines() if l.strip() and not l.startswith(("#|", "#"))]
+            imports = [l for l in lines if re.match(r"(from \S+ import |import )", l)]
+            if imports and len(imports) < len(lines):
+                bad.append(f"{nb.relative_to(ROOT)} cell {i}: {imports[0]}")
+    assert not bad, "move these imports into an import cell of their own:\n" + "\n".join(bad)

@@ -156,13 +156,35 @@ def _asis_markdown(outputs):
     return _clean_markdown_output('\n\n'.join(parts))
 
 
+_EQS = None
+
+
+def _equations():
+    "The paper's equation numbers by label (tools/paper_equations.py), read once; {} without the paper's source"
+    global _EQS
+    if _EQS is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from paper_equations import PAPER, equation_numbers
+        if PAPER.is_file():
+            _EQS = equation_numbers(PAPER.read_text(encoding='utf-8'))
+        else:
+            print(f'warning: {PAPER} not found: equations are cited by label only', file=sys.stderr)
+            _EQS = {}
+    return _EQS
+
+
+def _cite(text):
+    from paper_equations import cite_equations
+    return cite_equations(text, _equations()) if _equations() else text
+
+
 def process_nb(nb, fallback_title):
     "Adapt one nbdev-processed notebook (dict) for myst-nb; returns (title, notebook)"
     fm = _front_matter(nb)
     title = str(fm.get('title') or fallback_title)
     cells = []
     head = f'# {title}'
-    if fm.get('description'): head += f'\n\n> {fm["description"]}'
+    if fm.get('description'): head += f'\n\n> {_cite(str(fm["description"]))}'
     cells.append(_md_cell(head))
     for c in nb['cells']:
         if 'source' not in c: continue  # nbdev's processors delete the source of removed cells
@@ -170,7 +192,7 @@ def process_nb(nb, fallback_title):
         if c['cell_type'] == 'markdown':
             src = src.replace(_AUTOGEN_WARNING, '').strip()
             if not src: continue
-            c['source'] = _re_nblink.sub(_rename_nblink, src)
+            c['source'] = _cite(_re_nblink.sub(_rename_nblink, src))
         elif c['cell_type'] == 'code':
             d = _parse_directives(src)
             tags = list(c.setdefault('metadata', {}).get('tags', []))
@@ -186,12 +208,13 @@ def process_nb(nb, fallback_title):
                 if 'text/markdown' in data:
                     md = data['text/markdown']
                     md = ''.join(md) if isinstance(md, list) else md
-                    data['text/markdown'] = _clean_markdown_output(md)
+                    data['text/markdown'] = _cite(_clean_markdown_output(md))
             if d.get('output') == 'asis':
                 # Quarto's `output: asis` (nbdev sets it on show_doc cells): the output is markdown of the page
                 # itself, so show_doc headings become real sections (anchors, in-page TOC), as on nbdev's sites
                 md = _asis_markdown(c.get('outputs', []))
                 if md is not None:
+                    md = _cite(md)
                     if c['source'].strip() and 'remove-input' not in tags:
                         c['outputs'] = []
                         if tags: c['metadata']['tags'] = sorted(set(tags))
