@@ -277,6 +277,71 @@ def test_sidebar_order(doms):
     assert hrefs[0] == 'index.html' and hrefs[1:] == toc
 
 
+_LAYOUT_PROBE = """<script>
+window.addEventListener('load', () => setTimeout(() => {
+  const W = document.documentElement.clientWidth, out = [];
+  if (document.documentElement.scrollWidth > W + 1)
+    out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + W + ' px');
+  for (const e of document.querySelectorAll('article *')) {
+    if (e.closest('mjx-assistive-mml')) continue;          // MathJax's screen-reader copy: clipped, never shown
+    const r = e.getBoundingClientRect(), cs = getComputedStyle(e);
+    if (r.width > 0 && r.right > W + 1) out.push('wider than the window: <' + e.tagName.toLowerCase() + ' class="' + e.className + '"> ends at ' + Math.round(r.right) + ' px');
+    if (e.scrollWidth > e.clientWidth + 1 && ['auto', 'scroll'].includes(cs.overflowX))
+      out.push('scrolls sideways: <' + e.tagName.toLowerCase() + ' class="' + e.className + '"> ' + e.scrollWidth + ' > ' + e.clientWidth + ' px');
+  }
+  const d = document.createElement('pre'); d.id = 'layout-report'; d.textContent = JSON.stringify(out.slice(0, 10));
+  document.body.appendChild(d);
+}, 1500));
+</script>"""
+
+
+def layout_problems(exe, site, page, width):
+    "What sticks out of, or scrolls inside, a `width`-pixel window on `page` (a probe script in a copy of the page)"
+    probe = site / f'_layout_probe_{width}_{page}'
+    probe.write_text((site / page).read_text(encoding='utf-8').replace('</body>', _LAYOUT_PROBE + '</body>'),
+                     encoding='utf-8')
+    try:
+        with tempfile.TemporaryDirectory(prefix='chromium-') as profile:
+            flags = [f for f in CHROMIUM_FLAGS if not f.startswith('--window-size')]
+            r = subprocess.run([exe, *flags, f'--window-size={width},1000', f'--user-data-dir={profile}',
+                                '--virtual-time-budget=10000', '--dump-dom', probe.as_uri()],
+                               capture_output=True, text=True, timeout=120)
+    finally:
+        probe.unlink()
+    m = re.search(r'<pre id="layout-report">(.*?)</pre>', r.stdout, flags=re.DOTALL)
+    assert m, f'{page}: the layout probe did not report (chromium: {r.stderr[-500:]})'
+    return json.loads(html.unescape(m.group(1)))
+
+
+@pytest.mark.parametrize('width', [1280, 800])
+def test_everything_fits_the_window(chromium, site, width):
+    "No page scrolls sideways, and no code block, signature, table or formula is cut off behind a scrollbar"
+    pages = [p for p, _ in PAGES]
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        found = dict(zip(pages, ex.map(lambda p: layout_problems(chromium, site, p, width), pages)))
+    bad = {p: v for p, v in found.items() if v}
+    assert not bad, f'at {width} px:\n' + '\n'.join(f'{p}: {v}' for p, v in bad.items())
+
+
+def test_equations_are_cited_by_number(doms):
+    "Wherever a page cites one of the paper's equations by its label, the equation's number is there too"
+    sys.path.insert(0, str(TOOLS))
+    from paper_equations import PAPER, equation_numbers
+    if not PAPER.is_file():
+        pytest.skip("the paper's source is not beside the repository")
+    numbers = equation_numbers()
+    bad, cited = [], 0
+    for page, dom in doms.items():
+        text = re.sub(r'\s+', ' ', _text(re.sub(r'<(pre|mjx-container)\b.*?</\1>', ' ', _article(dom), flags=re.DOTALL)))
+        for m in re.finditer(r'\((e:[A-Za-z0-9]+)[,)]', text):
+            if m.group(1) not in numbers: continue
+            cited += 1
+            if not re.search(r'Eqs?\. \(\d+\)(?:, (?:Supp\. Eq\. )?\(\d+\))*\s*$', text[max(0, m.start() - 60):m.start()]):
+                bad.append(f'{page}: ...{text[max(0, m.start() - 40):m.end() + 10]}...')
+    assert cited > 20, 'the pages cite almost no equations: the check is not looking at them'
+    assert not bad, 'equations cited without their number:\n' + '\n'.join(bad[:20])
+
+
 def test_search_works_offline(chromium, site):
     dom = dump_dom(chromium, (site / 'search.html').as_uri() + '?q=normalize')
     m = re.search(r'found (\d+) pages? matching', dom)

@@ -59,7 +59,9 @@ html_theme_options = {{
     "navbar_persistent": [],  # no second search button in a top bar: the sidebar has one
     "extra_footer": "",
 }}
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]  # tools/docs_static/custom.css: code and tables wrap to the window
+html_js_files = ["fit-math.js"]  # tools/docs_static/fit-math.js: wide display equations shrink to fit
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
@@ -282,6 +284,10 @@ def stage(cfg, proc, src):
         with open(src / 'index.md', 'a', encoding='utf-8') as f: f.write('\n\n' + _toctree(others) + '\n')
     else:  # no index notebook yet: a minimal landing page
         (src / 'index.md').write_text(f'# {cfg.title}\n\n> {cfg.description}\n\n{_toctree(others)}\n', encoding='utf-8')
+    static = src / '_static'
+    static.mkdir(exist_ok=True)
+    for f in (Path(__file__).resolve().parent / 'docs_static').iterdir():
+        shutil.copy2(f, static / f.name)
     (src / 'conf.py').write_text(CONF_TEMPLATE.format(
         project=cfg.title, author=cfg.author, copyright=cfg.copyright, version=cfg.version), encoding='utf-8')
     order = ['index'] + others
