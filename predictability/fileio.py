@@ -218,6 +218,9 @@ def _replace(path, write):
     dest = Path(path).resolve()
     if dest.is_dir():
         raise IsADirectoryError(f"{str(path)!r} is a directory.")
+    if dest.exists() and not dest.is_file():         # a device or a pipe (/dev/stdout): write into it, never replace it
+        write(dest)
+        return
     tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}.tmp")
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))      # the umask applies, as for open()
     try:
