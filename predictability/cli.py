@@ -178,9 +178,21 @@ def _cmd_combine(args) -> int:
     print(msg)
     return 0
 
-# %% ../nbs/13_cli.ipynb #82df9068
+# %% ../nbs/13_cli.ipynb #980d4240
+DEMO_FILES = ("table.csv", "table.md", "relevance.png", "iterations.png", "README.md")   # what run_demo writes
+
+def _check_demo_out(out):
+    "Refuse a report folder that holds files but no earlier report: the demo would overwrite, e.g., a README.md."
+    out = Path(out)
+    if out.is_dir() and any(out.iterdir()) and not (out / "table.md").is_file():
+        clash = [f for f in DEMO_FILES if (out / f).exists()]
+        raise ValueError(f"--out {str(out)!r} is a folder with other files in it ({', '.join(clash) or 'no clash yet'}"
+                         f"); the demo writes {', '.join(DEMO_FILES)} there. Choose a new or empty folder, or an "
+                         "earlier report's.")
+
 def _cmd_demo(args) -> int:
     from predictability.demo import QUICK_DEMO, chosen_table, markdown_table, run_demo
+    _check_demo_out(args.out)
     kw = dict(QUICK_DEMO) if args.quick else {}
     rep = run_demo(args.out, random_state=args.seed, progress=not args.no_progress, **kw)
     print(rep.to_markdown())
