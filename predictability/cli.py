@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 def relevance_table(relevance, # `CombineResult.relevance`: (R,) for a 1-D target, (H, H + R) otherwise
                     target_names=None, # H target column names (None: target_0, target_1, ...)
                     reference_names=None, # R reference names (None: ref_0, ref_1, ...)
-                   ) -> pd.DataFrame:
+                   ) -> pd.DataFrame: # the labelled weights
     "The ARD weights, labelled: columns (reference, relevance) for a 1-D target; an (H, H+R) table indexed by target otherwise."
     rel = np.asarray(relevance)
     if rel.ndim == 1:
@@ -254,7 +254,8 @@ def _run_command(command: str, func, args) -> int:
     return code
 
 # %% ../nbs/13_cli.ipynb #e598ca98
-def main(argv=None) -> int:
+def main(argv=None, # the arguments after `predictability`; None: `sys.argv[1:]`
+        ) -> int: # the exit status: 0, 2 on any error, 130 on Ctrl-C
     "Entry point of the `predictability` console script; returns the exit status (2 on any error, 130 on Ctrl-C)."
     parser = build_parser()
     try:

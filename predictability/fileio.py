@@ -97,9 +97,9 @@ def csv_has_header(path, # a CSV file
 # %% ../nbs/13a_io.ipynb #5bd74a7b
 class Predictors(NamedTuple):
     "What `read_predictors` returns."
-    values: np.ndarray          # (N,) or (N, K) float64 (NPY: as stored)
-    names: list | None          # column names, or None (a CSV without a header row, NPY)
-    index: pd.Index | None      # the row labels of an index column (CSV) or a non-default index (Parquet)
+    values: np.ndarray # (N,) or (N, K) float64 (NPY: as stored)
+    names: list | None # column names, or None (a CSV without a header row, NPY)
+    index: pd.Index | None # the row labels of an index column (CSV) or a non-default index (Parquet)
 
 _INDEX_NAME = re.compile(r"(|Unnamed: \d+)")
 
