@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from .ard import fit_ard_joint
 from .core import NormStats, as_predictors, check_scalar, normalize
-from .kernels import _default_threads, gaussian_kernel, kernel_features
+from .kernels import gaussian_kernel, kernel_features
 from .kstats import kernel_stats
 from .lpc import check_collinear, lpc_step
 from .npc_exact import npc_exact_step
@@ -238,7 +238,7 @@ def combine(target, references, *, method: str = "npc", n_iter: int = 20, n_basi
         small = 12 * nb ** 3 if method == "npc" else 0         # Choleskys, whitening, top eigenpair
         passes = 1 if (method == "npc" and not joint) else n_iter   # fixed references: statistics once
         progress = len(update) * (passes * big + n_iter * small) > 1e11   # about 5 s at 20 GFLOP/s
-    n_jobs = _default_threads() if gp else 1                  # GP steps: columns in threads (GIL released)
+    n_jobs = 1   # columns in threads measured 4-15x slower on a loaded 2-core machine (BLAS limiter toggling)
     if joint:                                                  # Algorithm 1: every column from H^t
         history = [F2.copy()]
         for t in tqdm(range(int(n_iter)), desc=f"combine ({method})", disable=not progress, leave=False):
