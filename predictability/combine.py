@@ -74,7 +74,8 @@ def _kernel_stats(X, basis, f, device, share):
             return entries[key]
     st = kernel_stats(X, X[basis], f, device=device)
     with store["lock"]:
-        entries[key] = st.compact() if st.nbytes > 16 * 2**20 else st
+        held = sum(e.nbytes for e in entries.values())
+        entries[key] = st if held + st.nbytes <= store["max"] else st.compact()   # K_GB kept while it fits
         while len(entries) > 1 and sum(e.nbytes for e in entries.values()) > store["max"]:
             del entries[next(iter(entries))]
     return st
