@@ -47,16 +47,16 @@ class Whitening:
         return 0.5 * (Z + Z.T)
 
 def whiten(KBB: np.ndarray,  # (N', N') symmetric PSD kernel matrix of the basis
-           rtol: float = 1e-10,  # stop when the largest remaining pivot is below rtol * max(diag)
+           rtol: float = 1e-10,  # stop when the largest remaining pivot is below rtol * trace(KBB)
           ) -> Whitening:
     "Pivoted-Cholesky whitening of `KBB` (LAPACK `pstrf`), truncated at numerical rank."
     KBB = np.asarray(KBB, dtype=np.float64)
     if KBB.ndim != 2 or KBB.shape[0] != KBB.shape[1] or not np.isfinite(KBB).all():
         raise ValueError(f"`KBB` must be a finite square matrix; got shape {KBB.shape}.")
-    top = KBB.diagonal().max()
-    if not top > 0:
+    scale = KBB.trace()                              # >= the largest eigenvalue, as in an eigenvalue cut
+    if not scale > 0:
         raise ValueError("`KBB` has no positive diagonal entry: it is not a kernel matrix.")
-    c, piv, r, info = lapack.dpstrf(KBB, lower=1, tol=rtol * top)
+    c, piv, r, info = lapack.dpstrf(KBB, lower=1, tol=rtol * scale)
     if info < 0:
         raise ValueError(f"LAPACK dpstrf rejected argument {-info}.")
     return Whitening(piv[:r] - 1, np.tril(c[:r, :r]), KBB.shape[0])

@@ -182,6 +182,7 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
         U = stats.whitening(Phi @ D)                           # basis coordinates, (N', n_iter + 1)
     KU = stats.matvec(U)                                       # the history in one GEMM
     H = fbar0[:, None] * alpha + (KU - KU.mean(0))
+    H /= np.linalg.norm(H, axis=0)             # the span's norms carry round-off of the quadratic form; unit exactly
     return np.ascontiguousarray(H.T)
 
 # %% ../nbs/05_nystrom.ipynb #ab173b77
