@@ -6,7 +6,7 @@
 __all__ = ['FsicSetup', 'fsic_setup', 'fsic', 'phi_vector', 'phi_vector_grad', 'fsic_matrix', 'mtl_z_step', 'mtl_energy',
            'mtl_combine']
 
-# %% ../nbs/07b_mtl.ipynb #6fcb3828
+# %% ../nbs/07b_mtl.ipynb #f6e3f3ab
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +16,7 @@ from tqdm import tqdm
 from .combine import CombineResult
 from .core import NormStats, as_predictors, check_scalar, normalize
 
-# %% ../nbs/07b_mtl.ipynb #47d3cf46
+# %% ../nbs/07b_mtl.ipynb #3cd6f660
 def _median_width2(x: np.ndarray, max_rows: int = 1000) -> float:
     "Median heuristic: the median squared difference between distinct entries of `x` (the first `max_rows`, evenly)."
     if len(x) > max_rows:
@@ -76,53 +76,43 @@ def fsic(x,                        # (N,) values of the first variable
     K, _ = _gauss(x, s.locations[:, 0], s.width2[0]); L, _ = _gauss(y, s.locations[:, 1], s.width2[1])
     return len(x) * _nfsic(K, L, s.reg)[0]
 
-# %% ../nbs/07b_mtl.ipynb #383f7768
-def _pair_chunks(P: int, n: int, J: int, max_elems: int = 4_000_000):
-    "The pairs above the diagonal, in chunks small enough that a chunk's (pairs, N, J) arrays stay below `max_elems`."
-    i, j = np.triu_indices(P, 1)
-    step = max(1, max_elems // max(1, n * J))
-    return [(i[k:k + step], j[k:k + step]) for k in range(0, len(i), step)]
-
+# %% ../nbs/07b_mtl.ipynb #b8437ae4
 def _features(H: np.ndarray, s: FsicSetup):
     "Each column's kernel features at its own locations, centred, and their derivatives: (P, N, J) arrays."
     d = H.T[:, :, None] - s.locations.T[:, None, :]
     K = np.exp(-d * d / (2.0 * s.width2[:, None, None]))
     return K - K.mean(1, keepdims=True), -K * d / s.width2[:, None, None]
 
-def _pair_stats(Kt, i, j, reg):
-    "Batched NFSIC of the column pairs (i, j): phi (M,), and Gamma (M, N, J) and a = A^{-1} u (M, J) for gradients."
-    n, J = Kt.shape[1], Kt.shape[2]
-    Z = Kt[i] * Kt[j]
-    u = Z.mean(1)
-    G = Z - u[:, None, :]
-    A = np.matmul(G.transpose(0, 2, 1), G) / n + reg * np.eye(J)
-    a = np.linalg.solve(A, u[:, :, None])[:, :, 0]
-    return np.einsum("mj,mj->m", u, a), G, a
+def _all_pairs(Kt: np.ndarray, reg: float):
+    "NFSIC of every pair (a, b) at once: phi (P, P), u and a = A^{-1} u (P, P, J). No (pairs, N, J) array is formed."
+    P, n, J = Kt.shape
+    Kj = Kt.transpose(2, 0, 1)                                       # (J, P, N)
+    u = (Kj @ Kj.transpose(0, 2, 1)).transpose(1, 2, 0) / n         # u_ab = mean_n Kt_a * Kt_b, (P, P, J)
+    W = (Kt[:, :, :, None] * Kt[:, :, None, :]).reshape(P, n, J * J).transpose(2, 0, 1)    # (J^2, P, N)
+    M2 = (W @ W.transpose(0, 2, 1)).reshape(J, J, P, P).transpose(2, 3, 0, 1) / n           # mean_n Z Z^T
+    A = M2 - u[..., :, None] * u[..., None, :] + reg * np.eye(J)     # Sigma_ab + reg I, Sigma = mean ZZ^T - uu^T
+    a = np.linalg.solve(A, u[..., None])[..., 0]
+    return np.einsum("abj,abj->ab", u, a), u, a
 
 def phi_vector(H: np.ndarray, s: FsicSetup) -> np.ndarray:
     "Phi(H) above the diagonal, row by row (`np.triu_indices(P, 1)` order)."
     Kt, _ = _features(H, s)
-    return np.concatenate([_pair_stats(Kt, i, j, s.reg)[0]
-                           for i, j in _pair_chunks(H.shape[1], H.shape[0], s.locations.shape[0])])
+    return _all_pairs(Kt, s.reg)[0][np.triu_indices(H.shape[1], 1)]
 
 def _phi_and_grad(H: np.ndarray, s: FsicSetup, weights):
     "phi (M,) and the gradient (N, P) of sum_k r_k phi_k, where r = weights(phi) (a function, so one pass does both)."
     n, P = H.shape
     Kt, dK = _features(H, s)
-    chunks = _pair_chunks(P, n, s.locations.shape[0])
-    stats = [_pair_stats(Kt, i, j, s.reg) for i, j in chunks]
-    phi = np.concatenate([st[0] for st in stats])
-    r = weights(phi)
-    grad = np.zeros((P, n))
-    k0 = 0
-    for (i, j), (_, G, a) in zip(chunks, stats):
-        rk = r[k0:k0 + len(i)]; k0 += len(i)
-        g = np.matmul(G, a[:, :, None])[:, :, 0]
-        for x, y, out in ((i, j, i), (j, i, j)):             # d/dx with L = the partner's features, then d/dy
-            Lt = Kt[y]
-            Pm = g[:, :, None] * Lt * a[:, None, :]
-            c = (2.0 / n) * (Lt * a[:, None, :] - Pm + Pm.mean(1, keepdims=True))
-            np.add.at(grad, out, rk[:, None] * (dK[x] * c).sum(2))
+    Phi, u, a = _all_pairs(Kt, s.reg)
+    iu = np.triu_indices(P, 1)
+    phi = Phi[iu]
+    R = np.zeros((P, P)); R[iu] = weights(phi); R = R + R.T          # phi_ab = phi_ba: each pair from both ends
+    at = R[:, :, None] * a                                           # r_ab a_ab
+    g = np.einsum("anj,bnj,abj->abn", Kt, Kt, a, optimize=True) - np.einsum("abj,abj->ab", u, a)[:, :, None]
+    T1 = np.einsum("bnj,abj->anj", Kt, at, optimize=True)              # sum_b Lt_b a~_ab
+    T2 = np.einsum("abn,bnj,abj->anj", g, Kt, at, optimize=True)       # sum_b g_ab Lt_b a~_ab  (= P_ab summed)
+    T3 = np.einsum("abn,bnj,abj->aj", g, Kt, at, optimize=True) / n    # its mean over n
+    grad = (2.0 / n) * np.einsum("anj,anj->an", dK, T1 - T2 + T3[:, None, :])
     return phi, grad.T
 
 def phi_vector_grad(H: np.ndarray, s: FsicSetup, r: np.ndarray) -> np.ndarray:
@@ -145,7 +135,7 @@ def fsic_matrix(H,                        # (N, P) predictor matrix
     Phi[np.triu_indices(P, 1)] = phi_vector(H, s)
     return Phi + Phi.T
 
-# %% ../nbs/07b_mtl.ipynb #11c591a3
+# %% ../nbs/07b_mtl.ipynb #8b8f1922
 def _soft(t: np.ndarray, kappa: float) -> np.ndarray:
     return np.sign(t) * np.maximum(np.abs(t) - kappa, 0.0)
 
@@ -181,7 +171,7 @@ def mtl_energy(H, H0, s: FsicSetup, lam1: float, lam2: float) -> float:
     z = phi_vector(H, s)
     return float(np.sum((H - H0) ** 2) - 2 * lam1 * z @ z + 2 * lam2 * np.abs(z).sum())
 
-# %% ../nbs/07b_mtl.ipynb #0d875e0a
+# %% ../nbs/07b_mtl.ipynb #39ce1ee2
 def mtl_combine(target,                  # (N,) or (N, H) target predictor
                 references,              # (N, R) references, or None for an (N, H) target (columns jointly)
                 *, lam1: float = 0.1,    # lambda_1, the weight of -|vec Phi|_2^2 (strengthens dependence)
