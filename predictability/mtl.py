@@ -6,7 +6,7 @@
 __all__ = ['FsicSetup', 'fsic_setup', 'fsic', 'phi_vector', 'phi_vector_grad', 'fsic_matrix', 'mtl_z_step', 'mtl_energy',
            'mtl_combine']
 
-# %% ../nbs/07b_mtl.ipynb #f6e3f3ab
+# %% ../nbs/07b_mtl.ipynb #cf6a4d79
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +16,7 @@ from tqdm import tqdm
 from .combine import CombineResult
 from .core import NormStats, as_predictors, check_scalar, normalize
 
-# %% ../nbs/07b_mtl.ipynb #3cd6f660
+# %% ../nbs/07b_mtl.ipynb #8cc24119
 def _median_width2(x: np.ndarray, max_rows: int = 1000) -> float:
     "Median heuristic: the median squared difference between distinct entries of `x` (the first `max_rows`, evenly)."
     if len(x) > max_rows:
@@ -76,7 +76,7 @@ def fsic(x,                        # (N,) values of the first variable
     K, _ = _gauss(x, s.locations[:, 0], s.width2[0]); L, _ = _gauss(y, s.locations[:, 1], s.width2[1])
     return len(x) * _nfsic(K, L, s.reg)[0]
 
-# %% ../nbs/07b_mtl.ipynb #b8437ae4
+# %% ../nbs/07b_mtl.ipynb #45b710b2
 def _features(H: np.ndarray, s: FsicSetup):
     "Each column's kernel features at its own locations, centred, and their derivatives: (P, N, J) arrays."
     d = H.T[:, :, None] - s.locations.T[:, None, :]
@@ -135,7 +135,7 @@ def fsic_matrix(H,                        # (N, P) predictor matrix
     Phi[np.triu_indices(P, 1)] = phi_vector(H, s)
     return Phi + Phi.T
 
-# %% ../nbs/07b_mtl.ipynb #8b8f1922
+# %% ../nbs/07b_mtl.ipynb #93281ab5
 def _soft(t: np.ndarray, kappa: float) -> np.ndarray:
     return np.sign(t) * np.maximum(np.abs(t) - kappa, 0.0)
 
@@ -171,7 +171,7 @@ def mtl_energy(H, H0, s: FsicSetup, lam1: float, lam2: float) -> float:
     z = phi_vector(H, s)
     return float(np.sum((H - H0) ** 2) - 2 * lam1 * z @ z + 2 * lam2 * np.abs(z).sum())
 
-# %% ../nbs/07b_mtl.ipynb #39ce1ee2
+# %% ../nbs/07b_mtl.ipynb #81f0df5d
 def mtl_combine(target,                  # (N,) or (N, H) target predictor
                 references,              # (N, R) references, or None for an (N, H) target (columns jointly)
                 *, lam1: float = 0.1,    # lambda_1, the weight of -|vec Phi|_2^2 (strengthens dependence)
