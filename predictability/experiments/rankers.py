@@ -6,7 +6,7 @@
 __all__ = ['FAMILIES', 'pair_differences', 'LinearRankSVM', 'rbf_kernel', 'median_sq_distance', 'kmeans_basis', 'KernelRankSVM',
            'LaplacianRankSVM', 'MLPRanker', 'default_grids', 'BestRanker', 'fit_best_ranker']
 
-# %% ../../nbs/experiments/00_rankers.ipynb #3e48ae8e
+# %% ../../nbs/experiments/00_rankers.ipynb #7ba58035
 import warnings
 from dataclasses import dataclass, field
 
@@ -23,7 +23,7 @@ from sklearn.svm import LinearSVC
 from ..core import check_scalar, one_blas_thread
 from ..tune import kendall_tau
 
-# %% ../../nbs/experiments/00_rankers.ipynb #94885754
+# %% ../../nbs/experiments/00_rankers.ipynb #0ae3bd21
 def _check_X(X, name: str = "X") -> np.ndarray:
     X = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
@@ -74,7 +74,7 @@ def pair_differences(X,                   # (N, D) features
     i, j = np.where(flip, j, i), np.where(flip, i, j)
     return X[i] - X[j], np.sign(y[i] - y[j])
 
-# %% ../../nbs/experiments/00_rankers.ipynb #1e20f561
+# %% ../../nbs/experiments/00_rankers.ipynb #8fa04f5c
 def _rank_svm(Z, y, C, max_pairs, rng) -> np.ndarray:
     "Weights w minimising (1/2)|w|^2 + C sum max(0, 1 - s w.d)^2 over sampled pairs of rows of Z (e:rankloss)."
     V = None
@@ -113,7 +113,7 @@ class LinearRankSVM(BaseEstimator):
             raise ValueError(f"`X` has {X.shape[1]} features; the ranker was fitted on {self.coef_.shape[0]}.")
         return (X - self.mean_) / self.scale_ @ self.coef_
 
-# %% ../../nbs/experiments/00_rankers.ipynb #27f81e1c
+# %% ../../nbs/experiments/00_rankers.ipynb #d61e11a5
 def rbf_kernel(A, B, kernel_scale: float) -> np.ndarray:
     "Gaussian kernel matrix $k(\\mathbf a,\\mathbf b)=\\exp(-\\|\\mathbf a-\\mathbf b\\|^2/\\sigma_k^2)$, with `kernel_scale` $=\\sigma_k^2$."
     return np.exp(-np.maximum(euclidean_distances(A, B, squared=True), 0.0) / kernel_scale)
@@ -142,7 +142,7 @@ def kmeans_basis(X, n_basis: int = 500, *, random_state=None) -> np.ndarray:
     with one_blas_thread():
         return KMeans(n_clusters=int(n_basis), n_init=1, random_state=seed).fit(X).cluster_centers_
 
-# %% ../../nbs/experiments/00_rankers.ipynb #39d13fab
+# %% ../../nbs/experiments/00_rankers.ipynb #05b57837
 def _whitener(K_BB: np.ndarray) -> np.ndarray:
     "W = V diag(1/sqrt(lambda)) on the eigenvalues above 1e-10 lambda_max: W^T K_BB W = I, K_BB^+ = W W^T."
     ev, V = linalg.eigh(K_BB)
@@ -192,7 +192,7 @@ class KernelRankSVM(BaseEstimator):
             raise ValueError(f"`X` has {X.shape[1]} features; the ranker was fitted on {self.basis_.shape[1]}.")
         return rbf_kernel(X, self.basis_, self.kernel_scale_) @ self.dual_coef_
 
-# %% ../../nbs/experiments/00_rankers.ipynb #650f155c
+# %% ../../nbs/experiments/00_rankers.ipynb #29801cdd
 def _iterated_laplacian_gram(Z, X_all, n_neighbors, power) -> np.ndarray:
     "Z^T L^m Z for the normalised Laplacian L of the symmetrised k-NN connectivity graph of X_all."
     k = min(int(n_neighbors), len(X_all) - 1)
@@ -249,7 +249,7 @@ class LaplacianRankSVM(KernelRankSVM):
             self.dual_coef_ = self._W @ linalg.solve_triangular(R.T, u, lower=False)   # a = W R^{-T} u
         return self
 
-# %% ../../nbs/experiments/00_rankers.ipynb #1ccee93c
+# %% ../../nbs/experiments/00_rankers.ipynb #e657bdc6
 class MLPRanker(BaseEstimator):
     "Neural ranker: a one-hidden-layer `MLPRegressor` on standardised features and standardised labels."
     def __init__(self, hidden: int = 32,          # hidden ReLU units
@@ -282,7 +282,7 @@ class MLPRanker(BaseEstimator):
             raise ValueError("the MLP produced non-finite scores; increase `alpha`.")
         return out
 
-# %% ../../nbs/experiments/00_rankers.ipynb #b6f632f5
+# %% ../../nbs/experiments/00_rankers.ipynb #7cc5f826
 FAMILIES = ("linear", "kernel", "laplacian", "mlp")
 
 def default_grids(median: float) -> dict:
@@ -290,7 +290,7 @@ def default_grids(median: float) -> dict:
     scales = [0.5 * median, median, 2.0 * median]
     return {"linear": [{"C": c} for c in (0.001, 0.01, 0.1)],
             "kernel": [{"C": c, "kernel_scale": s} for s in scales for c in (1.0, 10.0)],
-            "laplacian": [{"C": 10.0, "gamma": g, "kernel_scale": median} for g in (1.0, 10.0)],
+            "laplacian": [{"C": 10.0, "gamma": g, "kernel_scale": median} for g in (100.0, 1000.0)],
             "mlp": [{"alpha": a} for a in (1.0, 10.0)]}
 
 @dataclass
