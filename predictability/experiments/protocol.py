@@ -7,7 +7,8 @@ __all__ = ['METRICS', 'NPC_GRID', 'Split', 'make_split', 'Method', 'expand_grid'
            'score_history', 'choose', 'assemble', 'SplitResult', 'evaluate_split', 'run_splits', 'paired_test',
            'summary', 'paper_table', 'ImproveResult', 'improve']
 
-# %% ../../nbs/experiments/02_protocol.ipynb #a27cc3cc
+# %% ../../nbs/experiments/02_protocol.ipynb #91ed2323
+import hashlib
 import itertools
 from dataclasses import dataclass, field
 from typing import Callable
@@ -22,7 +23,7 @@ from ..combine import combine
 from ..core import as_predictors
 from ..tune import accuracy, kendall_tau
 
-# %% ../../nbs/experiments/02_protocol.ipynb #07304d62
+# %% ../../nbs/experiments/02_protocol.ipynb #f9bae7bf
 @dataclass
 class Split:
     "Row indices of one split: `train` (fits f0), `val` (chooses settings), `test` (scores)."
@@ -51,7 +52,7 @@ def make_split(n: int,                   # number of rows N
     perm = np.random.default_rng(random_state).permutation(int(n))
     return Split(np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_val]), np.sort(perm[n_train + n_val:]))
 
-# %% ../../nbs/experiments/02_protocol.ipynb #a0b5eb46
+# %% ../../nbs/experiments/02_protocol.ipynb #d05b2110
 @dataclass
 class Method:
     "A combination method with its grid: `fn(F, **prepare(F), **setting) -> history (T+1, N, P)`."
@@ -80,20 +81,33 @@ def expand_grid(grid: dict | list | None) -> list:
         return [dict(zip(grid, v)) for v in itertools.product(*grid.values())]
     return list(grid)
 
+def _key(F, method, kw):
+    plain = tuple(sorted((k, v) for k, v in kw.items() if k != "ard"))
+    ard = kw.get("ard")
+    ard = hashlib.sha1(np.ascontiguousarray(ard).tobytes()).hexdigest() if isinstance(ard, np.ndarray) else ard
+    return (hashlib.sha1(np.ascontiguousarray(F).tobytes()).hexdigest(), F.shape, method, plain, ard)
+
 def combine_method(name: str,               # label in tables
                    method: str = "npc",     # `combine`'s method
                    grid=None,               # dict of lists or list of settings (keyword arguments of `combine`)
+                   *, cache: dict | None = None,  # shared dict: a run with the same input and arguments is reused
                    **kwargs                 # fixed keyword arguments of `combine` (n_iter, joint, ard, ...)
                   ) -> Method:
     "`combine(F, None, method=method, **kwargs, **setting)` as a `Method`: all columns denoised jointly."
     kwargs.setdefault("progress", False)
     share_ard = method in ("npc", "npc-exact") and kwargs.get("ard", True) is True
     def fn(F, **kw):
-        return combine(F, None, method=method, **{**kwargs, **kw}).history
+        args = {**kwargs, **kw}
+        if cache is None:
+            return combine(F, None, method=method, **args).history
+        key = _key(F, method, args)
+        if key not in cache:
+            cache[key] = combine(F, None, method=method, **args).history
+        return cache[key]
     prepare = (lambda F: {"ard": fit_ard_joint(F)}) if share_ard else None
     return Method(name, fn, expand_grid(grid), prepare)
 
-# %% ../../nbs/experiments/02_protocol.ipynb #0278ad3b
+# %% ../../nbs/experiments/02_protocol.ipynb #1968d8af
 def per_column_method(name: str,        # label in tables
                       fn: Callable,     # fn(F, p, **prepare(F), **setting) -> history (T+1, N) of column p
                       grid=None,        # dict of lists or list of settings
@@ -107,7 +121,7 @@ def others(p: int, P: int) -> np.ndarray:
     "The columns other than `p`."
     return np.r_[0:p, p + 1:P]
 
-# %% ../../nbs/experiments/02_protocol.ipynb #9ab0ae01
+# %% ../../nbs/experiments/02_protocol.ipynb #518bded4
 METRICS = {"kendall": kendall_tau, "accuracy": accuracy}
 
 def _metric(metric):
@@ -166,7 +180,7 @@ def assemble(histories: list, setting, iteration, columns=None) -> np.ndarray:
         out[:, cols] = histories[setting[b]][iteration[b]][:, cols]
     return out
 
-# %% ../../nbs/experiments/02_protocol.ipynb #c74f8da4
+# %% ../../nbs/experiments/02_protocol.ipynb #c1b4e43e
 @dataclass
 class SplitResult:
     "Test scores (B,) per method (\"f0\" included), and per method the chosen settings and iterations."
@@ -201,7 +215,7 @@ def evaluate_split(F,                 # (N, P) initial predictors on all rows
             res.prediction[m.name] = pred
     return res
 
-# %% ../../nbs/experiments/02_protocol.ipynb #ee26bdc7
+# %% ../../nbs/experiments/02_protocol.ipynb #1287a99a
 def run_splits(F_fn: Callable,         # split -> (N, P) initial predictors (trained on split.train only)
                labels,                 # (N, B) labels
                n: int, n_train: int,   # rows, training rows
@@ -268,7 +282,7 @@ def paper_table(scores: dict, *, baseline: str = "f0", names=None, alpha: float 
     table.index.name = "target"
     return table
 
-# %% ../../nbs/experiments/02_protocol.ipynb #feda444d
+# %% ../../nbs/experiments/02_protocol.ipynb #980924e4
 NPC_GRID = {"noise": [0.1, 0.3], "kernel_scale": [1.0, 3.0], "lam": [10.0]}
 
 @dataclass

@@ -8,12 +8,12 @@ __all__ = ['PAPER_RANKING', 'PAPER_CLASSIFICATION', 'CLASSIFIER_CS', 'RANKING_ME
            'ablation_methods', 'run_split', 'PubFigReport', 'run_pubfig', 'ranking_table', 'classification_table',
            'summary_table', 'add_pubfig_command']
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #0d9f374c
+# %% ../../nbs/experiments/03_pubfig.ipynb #7af801b8
 import argparse
 import json
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,7 @@ from .pays import decorrelate_residuals, residual_correlation
 from .protocol import (NPC_GRID, Split, combine_method, evaluate_split, make_split, others,
                                                  paired_test, paper_table, per_column_method)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #9f5f3b21
+# %% ../../nbs/experiments/03_pubfig.ipynb #58c8ce8e
 PAPER_RANKING = {
     "f0": [67.13, 62.49, 68.31, 63.98, 61.27, 81.60, 64.23, 66.10, 59.73, 63.58, 69.12],
     "gl": [4.89, -0.96, 2.27, 8.44, 6.15, -1.09, 2.87, 0.38, 3.58, 5.79, 7.76],
@@ -40,7 +40,7 @@ PAPER_RANKING = {
 }
 PAPER_CLASSIFICATION = {"f0": 77.99, "opc": 82.55, "mtl": 80.16, "npc": 86.51}
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #d6307bb2
+# %% ../../nbs/experiments/03_pubfig.ipynb #6ea9c125
 def default_fit_ranker(X_train, y_train, X_val, y_val, *, random_state=None):
     "The paper's f0: the ranker family with the best validation tau (`experiments.rankers.fit_best_ranker`)."
     from predictability.experiments.rankers import fit_best_ranker
@@ -82,7 +82,7 @@ def classifier_log_proba(X, classes, train_rows, val_rows, *, Cs=CLASSIFIER_CS, 
             best = (acc, m)
     return np.maximum(log_softmax(best[1].decision_function(X), axis=1), clip)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #ac6d6003
+# %% ../../nbs/experiments/03_pubfig.ipynb #03d50352
 @dataclass
 class PubFigConfig:
     "What one PubFig run does. `quick()` is the small form."
@@ -110,19 +110,19 @@ def _no_joint(cfg):
                        n_basis=cfg.n_basis, progress=False, **s).history
     return per_column_method("npc w/o joint", fn, [cfg.fixed], lambda F: {"ard": fit_ard_joint(F)})
 
-def pubfig_methods(cfg: PubFigConfig) -> list:
+def pubfig_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
     "OPC, LPC and NPC over their grids."
-    kw = dict(n_iter=cfg.n_iter)
+    kw = dict(n_iter=cfg.n_iter, cache=cache)
     return [combine_method("opc", "opc", cfg.opc_grid, **kw), combine_method("lpc", "lpc", cfg.lpc_grid, **kw),
             combine_method("npc", "npc", cfg.npc_grid, n_basis=cfg.n_basis, **kw)]
 
-def ablation_methods(cfg: PubFigConfig) -> list:
-    "NPC at `cfg.fixed`: final, without ARD, without joint denoising."
+def ablation_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
+    "NPC at `cfg.fixed`: final, without ARD, without joint denoising. With `cache`, final reuses the grid's run."
     kw = dict(n_iter=cfg.n_iter, n_basis=cfg.n_basis)
-    return [combine_method("npc", "npc", [cfg.fixed], **kw),
+    return [combine_method("npc", "npc", [cfg.fixed], cache=cache, **kw),
             combine_method("npc w/o ARD", "npc", [cfg.fixed], ard=False, **kw), _no_joint(cfg)]
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #8a1382bd
+# %% ../../nbs/experiments/03_pubfig.ipynb #6e3a5bb8
 def _gains(r, base="f0"):
     return {k: v - r.test[base] for k, v in r.test.items() if k != base}
 
@@ -138,7 +138,8 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
     sp = make_split(len(X), cfg.n_train, random_state=seed)
     stage("f0 rankers")
     F, rankers = ranker_predictions(X, Y, sp, fit_ranker=fit_ranker, random_state=seed)
-    methods = pubfig_methods(cfg) + [f(data, sp, rankers) for f in extra_methods]
+    cache = {}                                        # NPC at cfg.fixed runs once for ranking and ablation
+    methods = pubfig_methods(cfg, cache) + [f(data, sp, rankers) for f in extra_methods]
     stage("ranking")
     out = {"ranking": evaluate_split(F, Y, sp, methods).test}
     out["residual_r"] = residual_correlation(F[sp.val], cls[sp.val]).mean_abs_r
@@ -149,12 +150,12 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
         Fc = np.c_[classifier_log_proba(X, cls, ctr, cva), F]
         H = len(np.unique(cls))
         csp = Split(ctr, cva, sp.test)
-        cm = [m for m in methods if m.name in ("opc", "lpc", "npc")]
+        cm = pubfig_methods(replace(cfg, npc_grid=[cfg.fixed]))    # NPC at one setting: 19 columns cost more
         out["classification"] = evaluate_split(Fc, cls[:, None], csp, cm, metric="accuracy",
                                                columns=[list(range(H))]).test
     if cfg.ablation:
         stage("ablation")
-        out["ablation"] = evaluate_split(F, Y, sp, ablation_methods(cfg)).test
+        out["ablation"] = evaluate_split(F, Y, sp, ablation_methods(cfg, cache)).test
     if cfg.control:
         stage("control")
         Fd = decorrelate_residuals(F, cls, random_state=seed)
@@ -162,7 +163,7 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
         out["control_residual_r"] = residual_correlation(Fd[sp.val], cls[sp.val]).mean_abs_r
     return out
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #e4523855
+# %% ../../nbs/experiments/03_pubfig.ipynb #4535b47e
 RANKING_METHODS = ("gl", "opc", "mtl", "lpc", "npc")
 
 @dataclass
@@ -219,7 +220,7 @@ def run_pubfig(data, *, seeds: int = 10, cfg: PubFigConfig | None = None, fit_ra
     return PubFigReport(list(data.attribute_names), int(seeds), stack("ranking"), cl, stack("ablation"),
                         stack("control"), np.array(acc["residual_r"]), np.array(acc.get("control_residual_r", [])))
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #ed73fbac
+# %% ../../nbs/experiments/03_pubfig.ipynb #a8ac9598
 def ranking_table(rep: PubFigReport, *, paper: bool = True) -> pd.DataFrame:
     "The supplement's layout (f0 mean (std), gains with +/- marks, NPC vs. the others), the paper's numbers beside."
     t = paper_table(rep.ranking, names=rep.attributes)
@@ -253,7 +254,7 @@ def summary_table(rep: PubFigReport) -> pd.DataFrame:
         rows["residual mean |r| after"] = {"mean gain": round(rep.control_residual_r.mean(), 3), "std": None}
     return pd.DataFrame(rows).T
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #14eaaffe
+# %% ../../nbs/experiments/03_pubfig.ipynb #d663a427
 def _cmd_pubfig(args) -> int:
     from predictability.datasets import load_pubfig
     data = load_pubfig(args.data)
