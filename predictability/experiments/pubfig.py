@@ -6,9 +6,9 @@
 __all__ = ['PAPER_RANKING', 'PAPER_CLASSIFICATION', 'CLASSIFIER_CS', 'RANKING_METHODS', 'default_fit_ranker',
            'ranker_predictions', 'per_class_rows', 'classifier_log_proba', 'PubFigConfig', 'pubfig_methods',
            'ablation_methods', 'run_split', 'PubFigReport', 'run_pubfig', 'ranking_table', 'classification_table',
-           'summary_table', 'add_pubfig_command']
+           'summary_table', 'add_pubfig_command', 'relevance_with_random']
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #7af801b8
+# %% ../../nbs/experiments/03_pubfig.ipynb #d4db1794
 import argparse
 import json
 import sys
@@ -30,7 +30,7 @@ from .pays import decorrelate_residuals, residual_correlation
 from .protocol import (NPC_GRID, Split, combine_method, evaluate_split, make_split, others,
                                                  paired_test, paper_table, per_column_method)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #58c8ce8e
+# %% ../../nbs/experiments/03_pubfig.ipynb #c91fe101
 PAPER_RANKING = {
     "f0": [67.13, 62.49, 68.31, 63.98, 61.27, 81.60, 64.23, 66.10, 59.73, 63.58, 69.12],
     "gl": [4.89, -0.96, 2.27, 8.44, 6.15, -1.09, 2.87, 0.38, 3.58, 5.79, 7.76],
@@ -40,7 +40,7 @@ PAPER_RANKING = {
 }
 PAPER_CLASSIFICATION = {"f0": 77.99, "opc": 82.55, "mtl": 80.16, "npc": 86.51}
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #6ea9c125
+# %% ../../nbs/experiments/03_pubfig.ipynb #e4d14526
 def default_fit_ranker(X_train, y_train, X_val, y_val, *, random_state=None):
     "The paper's f0: the ranker family with the best validation tau (`experiments.rankers.fit_best_ranker`)."
     from predictability.experiments.rankers import fit_best_ranker
@@ -82,7 +82,7 @@ def classifier_log_proba(X, classes, train_rows, val_rows, *, Cs=CLASSIFIER_CS, 
             best = (acc, m)
     return np.maximum(log_softmax(best[1].decision_function(X), axis=1), clip)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #03d50352
+# %% ../../nbs/experiments/03_pubfig.ipynb #9d9bb2b1
 @dataclass
 class PubFigConfig:
     "What one PubFig run does. `quick()` is the small form."
@@ -122,7 +122,7 @@ def ablation_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
     return [combine_method("npc", "npc", [cfg.fixed], cache=cache, **kw),
             combine_method("npc w/o ARD", "npc", [cfg.fixed], ard=False, **kw), _no_joint(cfg)]
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #6e3a5bb8
+# %% ../../nbs/experiments/03_pubfig.ipynb #9b083c11
 def _gains(r, base="f0"):
     return {k: v - r.test[base] for k, v in r.test.items() if k != base}
 
@@ -163,7 +163,7 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
         out["control_residual_r"] = residual_correlation(Fd[sp.val], cls[sp.val]).mean_abs_r
     return out
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #4535b47e
+# %% ../../nbs/experiments/03_pubfig.ipynb #36aa5a7b
 RANKING_METHODS = ("gl", "opc", "mtl", "lpc", "npc")
 
 @dataclass
@@ -177,6 +177,24 @@ class PubFigReport:
     control: dict                      # "f0", "npc" -> (seeds, 11)
     residual_r: np.ndarray             # (seeds,) mean |r| of f0's residuals on validation rows
     control_residual_r: np.ndarray     # (seeds,) the same after decorrelation
+
+    def save(self, path) -> None:
+        "Write the per-seed scores as JSON (`PubFigReport.load` reads them back)."
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        conv = lambda v: ({m: np.asarray(a).tolist() for m, a in v.items()} if isinstance(v, dict)
+                          else np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({k: conv(v) for k, v in d.items()}, fh)
+
+    @classmethod
+    def load(cls, path) -> "PubFigReport":
+        "Read a report written by `save`."
+        with open(path, encoding="utf-8") as fh:
+            d = json.load(fh)
+        arr = lambda v: ({m: np.asarray(a, dtype=np.float64) for m, a in v.items()} if isinstance(v, dict)
+                         else np.asarray(v, dtype=np.float64))
+        return cls(d["attributes"], int(d["seeds"]), *(arr(d[k]) for k in ("ranking", "classification", "ablation",
+                   "control", "residual_r", "control_residual_r")))
 
     def to_json(self) -> dict:
         f0 = self.ranking["f0"]
@@ -220,10 +238,12 @@ def run_pubfig(data, *, seeds: int = 10, cfg: PubFigConfig | None = None, fit_ra
     return PubFigReport(list(data.attribute_names), int(seeds), stack("ranking"), cl, stack("ablation"),
                         stack("control"), np.array(acc["residual_r"]), np.array(acc.get("control_residual_r", [])))
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #a8ac9598
+# %% ../../nbs/experiments/03_pubfig.ipynb #11730e24
 def ranking_table(rep: PubFigReport, *, paper: bool = True) -> pd.DataFrame:
     "The supplement's layout (f0 mean (std), gains with +/- marks, NPC vs. the others), the paper's numbers beside."
-    t = paper_table(rep.ranking, names=rep.attributes)
+    order = ["f0", *RANKING_METHODS]                      # the paper's column order, LPC before NPC
+    scores = {m: rep.ranking[m] for m in sorted(rep.ranking, key=lambda m: order.index(m) if m in order else 99)}
+    t = paper_table(scores, names=rep.attributes)
     if paper:
         t["paper f0"] = [f"{v:.2f}" for v in PAPER_RANKING["f0"]] + [f"{np.mean(PAPER_RANKING['f0']):.2f}"]
         t["paper npc"] = [f"{v:.2f}" for v in PAPER_RANKING["npc"]] + [f"{np.mean(PAPER_RANKING['npc']):.2f}"]
@@ -254,11 +274,11 @@ def summary_table(rep: PubFigReport) -> pd.DataFrame:
         rows["residual mean |r| after"] = {"mean gain": round(rep.control_residual_r.mean(), 3), "std": None}
     return pd.DataFrame(rows).T
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #d663a427
+# %% ../../nbs/experiments/03_pubfig.ipynb #36b50bbf
 def _cmd_pubfig(args) -> int:
     from predictability.datasets import load_pubfig
     data = load_pubfig(args.data)
-    cfg = PubFigConfig.quick() if args.quick else PubFigConfig()
+    cfg = replace(PubFigConfig.quick() if args.quick else PubFigConfig(), n_train=args.n_train)
     seeds = args.seeds if args.seeds is not None else (2 if args.quick else 10)
     rep = run_pubfig(data, seeds=seeds, cfg=cfg, fit_ranker=getattr(args, "fit_ranker", None),
                      extra_methods=getattr(args, "extra_methods", ()), progress=not args.no_progress)
@@ -274,6 +294,9 @@ def _cmd_pubfig(args) -> int:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(rep.to_json(), fh, indent=1)
         print(f"\nwrote {args.json}")
+    if args.scores:
+        rep.save(args.scores)
+        print(f"wrote {args.scores}")
     return 0
 
 def add_pubfig_command(subparsers) -> argparse.ArgumentParser:
@@ -285,7 +308,20 @@ def add_pubfig_command(subparsers) -> argparse.ArgumentParser:
                    help="PubFig data.mat or its folder (default: $PREDICTABILITY_PUBFIG or shared/data/pubfig)")
     p.add_argument("--seeds", type=int, metavar="N", default=None, help="number of splits (default: 10; 2 with --quick)")
     p.add_argument("--json", metavar="OUT", default=None, help="write the results as JSON to OUT")
+    p.add_argument("--n-train", type=int, metavar="N", default=241,
+                   help="training images, and as many validation images (default: 241, the paper's even split)")
+    p.add_argument("--scores", metavar="OUT", default=None,
+                   help="also write the per-split scores (JSON; `PubFigReport.load` reads them)")
     p.add_argument("--quick", action="store_true", help="2 splits, one setting per method, 10 iterations")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_pubfig)
     return p
+
+# %% ../../nbs/experiments/03_pubfig.ipynb #a0023269
+def relevance_with_random(F,                    # (N, P) predictors
+                          n_random: int = 5,    # random references appended to each target's references
+                          *, random_state=None) -> np.ndarray:
+    "ARD relevance (summing to 1) of the other P-1 columns and `n_random` Gaussian columns, for each column as target."
+    F = np.asarray(F, dtype=np.float64)
+    R = np.random.default_rng(random_state).normal(size=(F.shape[0], n_random))
+    return np.array([fit_ard(F[:, p], np.c_[F[:, others(p, F.shape[1])], R]).relevance for p in range(F.shape[1])])
