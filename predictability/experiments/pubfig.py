@@ -8,7 +8,7 @@ __all__ = ['PAPER_RANKING', 'PAPER_CLASSIFICATION', 'CLASSIFIER_CS', 'RANKING_ME
            'ablation_methods', 'run_split', 'PubFigReport', 'run_pubfig', 'ranking_table', 'classification_table',
            'summary_table', 'add_pubfig_command', 'relevance_with_random']
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #d4db1794
+# %% ../../nbs/experiments/03_pubfig.ipynb #13d21241
 import argparse
 import json
 import sys
@@ -30,7 +30,7 @@ from .pays import decorrelate_residuals, residual_correlation
 from .protocol import (NPC_GRID, Split, combine_method, evaluate_split, make_split, others,
                                                  paired_test, paper_table, per_column_method)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #c91fe101
+# %% ../../nbs/experiments/03_pubfig.ipynb #878a5a0d
 PAPER_RANKING = {
     "f0": [67.13, 62.49, 68.31, 63.98, 61.27, 81.60, 64.23, 66.10, 59.73, 63.58, 69.12],
     "gl": [4.89, -0.96, 2.27, 8.44, 6.15, -1.09, 2.87, 0.38, 3.58, 5.79, 7.76],
@@ -40,7 +40,7 @@ PAPER_RANKING = {
 }
 PAPER_CLASSIFICATION = {"f0": 77.99, "opc": 82.55, "mtl": 80.16, "npc": 86.51}
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #e4d14526
+# %% ../../nbs/experiments/03_pubfig.ipynb #f7127412
 def default_fit_ranker(X_train, y_train, X_val, y_val, *, random_state=None):
     "The paper's f0: the ranker family with the best validation tau (`experiments.rankers.fit_best_ranker`)."
     from predictability.experiments.rankers import fit_best_ranker
@@ -82,7 +82,7 @@ def classifier_log_proba(X, classes, train_rows, val_rows, *, Cs=CLASSIFIER_CS, 
             best = (acc, m)
     return np.maximum(log_softmax(best[1].decision_function(X), axis=1), clip)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #9d9bb2b1
+# %% ../../nbs/experiments/03_pubfig.ipynb #b6d87769
 @dataclass
 class PubFigConfig:
     "What one PubFig run does. `quick()` is the small form."
@@ -122,7 +122,7 @@ def ablation_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
     return [combine_method("npc", "npc", [cfg.fixed], cache=cache, **kw),
             combine_method("npc w/o ARD", "npc", [cfg.fixed], ard=False, **kw), _no_joint(cfg)]
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #9b083c11
+# %% ../../nbs/experiments/03_pubfig.ipynb #3c8c0fef
 def _gains(r, base="f0"):
     return {k: v - r.test[base] for k, v in r.test.items() if k != base}
 
@@ -163,7 +163,7 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
         out["control_residual_r"] = residual_correlation(Fd[sp.val], cls[sp.val]).mean_abs_r
     return out
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #36aa5a7b
+# %% ../../nbs/experiments/03_pubfig.ipynb #d6adfaa0
 RANKING_METHODS = ("gl", "opc", "mtl", "lpc", "npc")
 
 @dataclass
@@ -238,13 +238,13 @@ def run_pubfig(data, *, seeds: int = 10, cfg: PubFigConfig | None = None, fit_ra
     return PubFigReport(list(data.attribute_names), int(seeds), stack("ranking"), cl, stack("ablation"),
                         stack("control"), np.array(acc["residual_r"]), np.array(acc.get("control_residual_r", [])))
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #11730e24
+# %% ../../nbs/experiments/03_pubfig.ipynb #9392db0c
 def ranking_table(rep: PubFigReport, *, paper: bool = True) -> pd.DataFrame:
     "The supplement's layout (f0 mean (std), gains with +/- marks, NPC vs. the others), the paper's numbers beside."
     order = ["f0", *RANKING_METHODS]                      # the paper's column order, LPC before NPC
     scores = {m: rep.ranking[m] for m in sorted(rep.ranking, key=lambda m: order.index(m) if m in order else 99)}
     t = paper_table(scores, names=rep.attributes)
-    if paper:
+    if paper and len(rep.attributes) == len(PAPER_RANKING["f0"]):        # PubFig's 11 attributes
         t["paper f0"] = [f"{v:.2f}" for v in PAPER_RANKING["f0"]] + [f"{np.mean(PAPER_RANKING['f0']):.2f}"]
         t["paper npc"] = [f"{v:.2f}" for v in PAPER_RANKING["npc"]] + [f"{np.mean(PAPER_RANKING['npc']):.2f}"]
     return t
@@ -274,7 +274,7 @@ def summary_table(rep: PubFigReport) -> pd.DataFrame:
         rows["residual mean |r| after"] = {"mean gain": round(rep.control_residual_r.mean(), 3), "std": None}
     return pd.DataFrame(rows).T
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #36b50bbf
+# %% ../../nbs/experiments/03_pubfig.ipynb #7f642853
 def _cmd_pubfig(args) -> int:
     from predictability.datasets import load_pubfig
     data = load_pubfig(args.data)
@@ -317,7 +317,7 @@ def add_pubfig_command(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_pubfig)
     return p
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #a0023269
+# %% ../../nbs/experiments/03_pubfig.ipynb #5b41c7da
 def relevance_with_random(F,                    # (N, P) predictors
                           n_random: int = 5,    # random references appended to each target's references
                           *, random_state=None) -> np.ndarray:
