@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['PAPER_RANKING', 'PAPER_CLASSIFICATION', 'CLASSIFIER_CS', 'MTL_GRID', 'RANKING_METHODS', 'default_fit_ranker',
            'ranker_predictions', 'per_class_rows', 'classifier_log_proba', 'PubFigConfig', 'pubfig_methods',
-           'mtl_factory', 'ablation_methods', 'run_split', 'PubFigReport', 'run_pubfig', 'ranking_table',
+           'mtl_factory', 'gl_factory', 'ablation_methods', 'run_split', 'PubFigReport', 'run_pubfig', 'ranking_table',
            'classification_table', 'summary_table', 'add_pubfig_command', 'relevance_with_random']
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #5f978a7a
+# %% ../../nbs/experiments/03_pubfig.ipynb #d53e5d9c
 import argparse
 import json
 import sys
@@ -24,13 +24,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from tqdm import tqdm
 
-from ..ard import fit_ard_joint
+from ..ard import fit_ard, fit_ard_joint
 from ..combine import combine
 from .pays import decorrelate_residuals, residual_correlation
 from .protocol import (NPC_GRID, Method, Split, combine_method, evaluate_split, make_split, others,
                                                  paired_test, paper_table, per_column_method)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #d497a799
+# %% ../../nbs/experiments/03_pubfig.ipynb #965df98a
 PAPER_RANKING = {
     "f0": [67.13, 62.49, 68.31, 63.98, 61.27, 81.60, 64.23, 66.10, 59.73, 63.58, 69.12],
     "gl": [4.89, -0.96, 2.27, 8.44, 6.15, -1.09, 2.87, 0.38, 3.58, 5.79, 7.76],
@@ -40,7 +40,7 @@ PAPER_RANKING = {
 }
 PAPER_CLASSIFICATION = {"f0": 77.99, "opc": 82.55, "mtl": 80.16, "npc": 86.51}
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #cf30d280
+# %% ../../nbs/experiments/03_pubfig.ipynb #53e4e718
 def default_fit_ranker(X_train, y_train, X_val, y_val, *, random_state=None):
     "The paper's f0: the ranker family with the best validation tau (`experiments.rankers.fit_best_ranker`)."
     from predictability.experiments.rankers import fit_best_ranker
@@ -82,7 +82,7 @@ def classifier_log_proba(X, classes, train_rows, val_rows, *, Cs=CLASSIFIER_CS, 
             best = (acc, m)
     return np.maximum(log_softmax(best[1].decision_function(X), axis=1), clip)
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #4965a382
+# %% ../../nbs/experiments/03_pubfig.ipynb #ec843103
 @dataclass
 class PubFigConfig:
     "What one PubFig run does. `quick()` is the small form."
@@ -126,13 +126,30 @@ def mtl_factory(grid=MTL_GRID, n_iter: int = 50):
         return Method("mtl", fn, list(grid))
     return make
 
+def gl_factory(lam_grid=(0.1, 1.0), *, sigma2: float = 1.0, n_iter: int = 20, n_basis: int = 500):
+    """GL (Evgeniou et al., `experiments.gl`) as an extra method of `run_split`. GL needs the predictors' forms: for
+    each target it trains its own pool of kernel rank SVMs in one RKHS (`gl_pool`, on the split's training rows,
+    tuned on its validation rows), so its iteration 0 is that pool's target ranker, not f0."""
+    def make(data, split, rankers):
+        from predictability.experiments.gl import gl_combine, gl_pool
+        X, Y, U = data.features, data.attributes, split.unlabelled
+        pools = {}
+        def fn(F, p, lam):
+            if p not in pools:
+                pools[p] = gl_pool(X[split.train], Y[split.train], X[split.val], Y[split.val], target=p,
+                                   X_unlabelled=X[U], n_basis=min(n_basis, len(split.train)), random_state=0)
+            pool = pools[p]
+            return pool.scores(X[U], gl_combine(pool.coef, pool.K_BB, target=p, lam=lam, sigma2=sigma2, n_iter=n_iter))
+        return per_column_method("gl", fn, {"lam": list(lam_grid)})
+    return make
+
 def ablation_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
     "NPC at `cfg.fixed`: final, without ARD, without joint denoising. With `cache`, final reuses the grid's run."
     kw = dict(n_iter=cfg.n_iter, n_basis=cfg.n_basis)
     return [combine_method("npc", "npc", [cfg.fixed], cache=cache, **kw),
             combine_method("npc w/o ARD", "npc", [cfg.fixed], ard=False, **kw), _no_joint(cfg)]
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #718ff9b1
+# %% ../../nbs/experiments/03_pubfig.ipynb #5dc85716
 def _gains(r, base="f0"):
     return {k: v - r.test[base] for k, v in r.test.items() if k != base}
 
@@ -173,7 +190,7 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
         out["control_residual_r"] = residual_correlation(Fd[sp.val], cls[sp.val]).mean_abs_r
     return out
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #a5c8fdc7
+# %% ../../nbs/experiments/03_pubfig.ipynb #93d2e9a0
 RANKING_METHODS = ("gl", "opc", "mtl", "lpc", "npc")
 
 @dataclass
@@ -248,7 +265,7 @@ def run_pubfig(data, *, seeds: int = 10, cfg: PubFigConfig | None = None, fit_ra
     return PubFigReport(list(data.attribute_names), int(seeds), stack("ranking"), cl, stack("ablation"),
                         stack("control"), np.array(acc["residual_r"]), np.array(acc.get("control_residual_r", [])))
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #be2562f0
+# %% ../../nbs/experiments/03_pubfig.ipynb #a7cfd2bf
 def ranking_table(rep: PubFigReport, *, paper: bool = True) -> pd.DataFrame:
     "The supplement's layout (f0 mean (std), gains with +/- marks, NPC vs. the others), the paper's numbers beside."
     order = ["f0", *RANKING_METHODS]                      # the paper's column order, LPC before NPC
@@ -284,14 +301,15 @@ def summary_table(rep: PubFigReport) -> pd.DataFrame:
         rows["residual mean |r| after"] = {"mean gain": round(rep.control_residual_r.mean(), 3), "std": None}
     return pd.DataFrame(rows).T
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #4c03bbaa
+# %% ../../nbs/experiments/03_pubfig.ipynb #2a0a6c18
 def _cmd_pubfig(args) -> int:
     from predictability.datasets import load_pubfig
     data = load_pubfig(args.data)
     cfg = replace(PubFigConfig.quick() if args.quick else PubFigConfig(), n_train=args.n_train)
     seeds = args.seeds if args.seeds is not None else (2 if args.quick else 10)
     rep = run_pubfig(data, seeds=seeds, cfg=cfg, fit_ranker=getattr(args, "fit_ranker", None),
-                     extra_methods=getattr(args, "extra_methods", () if args.no_mtl else (mtl_factory(),)),
+                     extra_methods=getattr(args, "extra_methods", (() if args.no_mtl else (mtl_factory(),))
+                                           + ((gl_factory(),) if args.gl else ())),
                      progress=not args.no_progress)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(f"PubFig ranking: Kendall tau x 100, {seeds} splits (f0: mean (std); others: gain over f0; "
@@ -324,12 +342,14 @@ def add_pubfig_command(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scores", metavar="OUT", default=None,
                    help="also write the per-split scores (JSON; `PubFigReport.load` reads them)")
     p.add_argument("--quick", action="store_true", help="2 splits, one setting per method, 10 iterations")
+    p.add_argument("--gl", action="store_true",
+                   help="add the GL baseline (trains a pool of kernel rank SVMs per attribute: slow)")
     p.add_argument("--no-mtl", action="store_true", help="skip the MTL baseline (50 ADMM iterations per split)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_pubfig)
     return p
 
-# %% ../../nbs/experiments/03_pubfig.ipynb #01d600af
+# %% ../../nbs/experiments/03_pubfig.ipynb #51989786
 def relevance_with_random(F,                    # (N, P) predictors
                           n_random: int = 5,    # random references appended to each target's references
                           *, random_state=None) -> np.ndarray:
