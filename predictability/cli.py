@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "joint predictability (Kim, Richardt & Chang, ECCV 2020).")
     p.add_argument("--version", action="version", version=f"predictability {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_combine, _add_demo, _add_toy):  # more: add_<name>_command(sub) of an experiments module
+    from predictability.experiments.pubfig import add_pubfig_command
+    for add in (_add_combine, _add_demo, _add_toy, add_pubfig_command):  # experiments add theirs: add_<name>_command
         add(sub)
     sub.metavar = "{" + ",".join(sub.choices) + "}"
     return p

@@ -13,7 +13,7 @@ import numpy as np
 from ..core import check_scalar
 from .rankers import (KernelRankSVM, _check_X, kmeans_basis, median_sq_distance,
                                                  rbf_kernel)
-from ..tune import kendall_tau
+from ..tuning import kendall_tau
 
 # %% ../../nbs/experiments/01_gl.ipynb #0ad7b0a7
 def rkhs_gram(coef, K_BB) -> np.ndarray:

@@ -21,7 +21,7 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.svm import LinearSVC
 
 from ..core import check_scalar, one_blas_thread
-from ..tune import kendall_tau
+from ..tuning import kendall_tau
 
 # %% ../../nbs/experiments/00_rankers.ipynb #0ae3bd21
 def _check_X(X, name: str = "X") -> np.ndarray:
