@@ -373,7 +373,7 @@ window.addEventListener('load', () => setTimeout(() => {
 
 def layout_problems(exe, site, page, width):
     "What sticks out of, or scrolls inside, a `width`-pixel window on `page` (a probe script in a copy of the page)"
-    probe = site / f'_layout_probe_{width}_{page}'
+    probe = (site / page).parent / f'_layout_probe_{width}_{Path(page).name}'   # beside the page: same relative links
     probe.write_text((site / page).read_text(encoding='utf-8').replace('</body>', _LAYOUT_PROBE + '</body>'),
                      encoding='utf-8')
     try:

@@ -38,6 +38,8 @@ def test_citations_are_rewritten_once():
     assert cite_equations("(e:a, e:s1)", n) == "Eq. (1), Supp. Eq. (1) (e:a, e:s1)"
     assert cite_equations("Eq. (2) (e:b)", n) == "Eq. (2) (e:b)"          # already numbered
     assert cite_equations("(e:unknown) f(e:b)", n) == "(e:unknown) f(e:b)"  # unknown label, or a call
+    assert cite_equations("(e:b, squared)", n) == "Eq. (2) (e:b, squared)"   # a remark after the label
+    assert cite_equations("(e:b; see above)", n) == "Eq. (2) (e:b; see above)"
 
 
 @pytest.mark.skipif(not PAPER.is_file(), reason="the paper's source is not beside the repository")

@@ -5,7 +5,8 @@ mean nothing to a reader holding the PDF. `equation_numbers` numbers the equatio
 numbered display environment (equation, align, gather, ...) that has no \\nonumber or \\notag, in order, restarting
 in the supplement (a document of its own, numbered from 1). A label defined in both parts (the supplement repeats
 some equations) keeps its number in the main paper. `cite_equations` then rewrites "(e:qprime2)" as
-"Eq. (15) (e:qprime2)" and "(e:nystromapprox, e:qprime2)" as "Eqs. (14), (15) (e:nystromapprox, e:qprime2)";
+"Eq. (15) (e:qprime2)" and "(e:nystromapprox, e:qprime2)" as "Eqs. (14), (15) (e:nystromapprox, e:qprime2)"
+(a remark after the labels, "(e:kernelpdistance, squared)", is kept);
 supplement equations read "Supp. Eq. (7)".
 """
 import re
@@ -62,7 +63,7 @@ def equation_numbers(tex=None):
     return out
 
 
-_re_cite = re.compile(r'(?<![\w.])\((e:[A-Za-z0-9]+(?:\s*,\s*e:[A-Za-z0-9]+)*)\)')
+_re_cite = re.compile(r'(?<![\w.])\((e:[A-Za-z0-9]+(?:\s*,\s*e:[A-Za-z0-9]+)*)(?=\)|[,;]\s*(?!e:))')
 
 
 def cite_equations(text, numbers):
