@@ -38,7 +38,7 @@ def test_module_combine_csv(files):
     out = pd.read_csv(d / "out.csv")
     assert list(out.columns) == ["score"] and out.shape == (80, 1)
     from predictability import combine
-    np.testing.assert_allclose(out["score"].to_numpy(), combine(f0, G, n_iter=2, n_basis=30).prediction,
+    np.testing.assert_allclose(out["score"].to_numpy(), combine(f0, G, n_iter=2, n_basis=30, noise=0.1, kernel_scale=1.0).prediction,
                                rtol=0, atol=1e-12)
 
 
