@@ -34,8 +34,13 @@ def _chol(A: np.ndarray, max_tries: int = 6):
                              "the Gram matrix is not positive semi-definite (check for NaN or inf).")
 
 # %% ../nbs/06_ard.ipynb #66320fc4
-def ard_energy(theta, GtG, Gtf, ftf, n):
-    "Linear-kernel ARD energy $\\mathcal E = -2\\log p(\\mathbf f\\mid G,\\boldsymbol\\sigma,\\lambda) - N\\log2\\pi$ (e:linearkernel) and its gradient, for `theta` = [log sigma_1..log sigma_R, log lambda]."
+def ard_energy(theta, # $[\log\sigma_1,\dots,\log\sigma_R,\log\lambda]$, (R + 1,)
+               GtG, # $G^\top G$ of the z-scored references, (R, R)
+               Gtf, # $G^\top\mathbf f$, (R,)
+               ftf, # $\mathbf f^\top\mathbf f$
+               n, # the number of points $N$
+              ): # the energy $\mathcal E$ and its gradient, (R + 1,)
+    r"Linear-kernel ARD energy $\mathcal E = -2\log p(\mathbf f\mid G,\boldsymbol\sigma,\lambda) - N\log2\pi$ (e:linearkernel) and its gradient in $\boldsymbol\theta = [\log\sigma_1,\dots,\log\sigma_R, \log\lambda]$."
     theta = np.asarray(theta, dtype=np.float64)
     R = GtG.shape[0]
     if theta.shape != (R + 1,):
@@ -63,13 +68,13 @@ from predictability.core import one_blas_thread as _one_blas_thread
 # %% ../nbs/06_ard.ipynb #4ddee736
 @dataclass
 class ArdResult:
-    "Linear-kernel ARD fit: raw prior variances `sigma` ($\\Sigma_L^*$), the noise $\\lambda^*$, and `relevance` = sigma / sigma.sum()."
-    sigma: np.ndarray      # (R,) raw sigma_L* (prior variances of the weights of the z-scored references)
-    noise: float           # lambda* (noise variance, relative to the unit variance of the z-scored target)
-    relevance: np.ndarray  # (R,) sigma / sigma.sum(): the kernel weights w, summing to 1
-    energy: float          # E at the optimum (-2 log marginal likelihood - N log 2 pi)
-    converged: bool
-    n_iter: int = 0
+    r"Linear-kernel ARD fit: raw prior variances `sigma` ($\Sigma_L^*$), the noise $\lambda^*$, and `relevance` $=\boldsymbol\sigma/\sum_k\sigma_k$."
+    sigma: np.ndarray # raw $\Sigma_L^*$, (R,): prior variances of the weights of the z-scored references
+    noise: float # $\lambda^*$: noise variance, relative to the unit variance of the z-scored target
+    relevance: np.ndarray # $\boldsymbol\sigma/\sum_k\sigma_k$, (R,): the kernel weights $\mathbf w$, summing to 1
+    energy: float # $\mathcal E$ at the optimum ($-2\log$ marginal likelihood $- N\log2\pi$)
+    converged: bool # whether L-BFGS-B met its tolerance (projected gradient small)
+    n_iter: int = 0 # L-BFGS-B iterations taken
 
 def _check_bounds(bounds):
     try:
@@ -80,8 +85,16 @@ def _check_bounds(bounds):
         raise ValueError(f"`bounds` must be finite with low < high; got {bounds!r}.")
     return lo, hi
 
-def fit_ard_gram(GtG, Gtf, ftf, n, *, bounds=(-12, 8), max_iter=200, noise=None) -> ArdResult:
-    "Fit ARD from the sufficient statistics of standardized data: G^T G (R,R), G^T f (R,), f^T f and N."
+def fit_ard_gram(GtG, # $G^\top G$ of the z-scored references, (R, R)
+                 Gtf, # $G^\top\mathbf f$, (R,)
+                 ftf, # $\mathbf f^\top\mathbf f$ (positive)
+                 n, # the number of points $N$
+                 *,
+                 bounds=(-12, 8), # box for the log variances $\log\sigma_k$ and $\log\lambda$
+                 max_iter: int = 200, # L-BFGS-B iterations at most
+                 noise: float | None = None, # a fixed noise variance $\lambda$; None: fit it
+                ) -> ArdResult: # the fitted relevance
+    r"Fit ARD from the sufficient statistics of standardized data: $G^\top G$, $G^\top\mathbf f$, $\mathbf f^\top\mathbf f$ and $N$."
     GtG = np.asarray(GtG, dtype=np.float64); Gtf = np.asarray(Gtf, dtype=np.float64)
     R = GtG.shape[0]
     if GtG.shape != (R, R) or Gtf.shape != (R,):
@@ -110,7 +123,13 @@ def fit_ard_gram(GtG, Gtf, ftf, n, *, bounds=(-12, 8), max_iter=200, noise=None)
     return ArdResult(sigma=sigma, noise=float(np.exp(th[R])), relevance=sigma / sigma.sum(), energy=float(res.fun),
                      converged=bool(res.success or np.abs(pg).max() < 1e-3), n_iter=int(res.nit))
 
-def fit_ard(f, G, *, bounds=(-12, 8), max_iter=200, noise=None) -> ArdResult:
+def fit_ard(f, # the target predictor, (N,)
+            G, # the references, (N, R)
+            *,
+            bounds=(-12, 8), # box for the log variances $\log\sigma_k$ and $\log\lambda$
+            max_iter: int = 200, # L-BFGS-B iterations at most
+            noise: float | None = None, # a fixed noise variance $\lambda$; None: fit it
+           ) -> ArdResult: # the fitted relevance
     "Relevance of each reference (column of `G`) for the target `f` by linear-kernel ARD (e:linearkernel), on z-scores."
     f = as_predictors(f, "f", ndim=(1,))
     G = as_predictors(G, "G")
@@ -122,7 +141,13 @@ def fit_ard(f, G, *, bounds=(-12, 8), max_iter=200, noise=None) -> ArdResult:
     return fit_ard_gram(Z.T @ Z, Z.T @ z, z @ z, len(z), bounds=bounds, max_iter=max_iter, noise=noise)
 
 # %% ../nbs/06_ard.ipynb #e09690d1
-def fit_ard_joint(H, *, bounds=(-12, 8), max_iter=200, noise=None, return_results=False):
+def fit_ard_joint(H, # the predictors to denoise jointly (targets and references), (N, P), P >= 2
+                  *,
+                  bounds=(-12, 8), # box for the log variances $\log\sigma_k$ and $\log\lambda$
+                  max_iter: int = 200, # L-BFGS-B iterations at most
+                  noise: float | None = None, # a fixed noise variance $\lambda$; None: fit it
+                  return_results: bool = False, # also return the P `ArdResult`s
+                 ): # the relevance matrix W, (P, P); with `return_results`, (W, results)
     "Relevance matrix (P, P) for joint denoising: row p = relevance of the other columns of `H` for column p (diagonal 0). One Gram of the standardized `H`."
     H = as_predictors(H, "H", ndim=(2,))
     P = H.shape[1]
@@ -146,7 +171,13 @@ def fit_ard_joint(H, *, bounds=(-12, 8), max_iter=200, noise=None, return_result
     return (W, results) if return_results else W
 
 # %% ../nbs/06_ard.ipynb #26addafb
-def plot_relevance(relevance, names=None, *, std=None, ax=None, **bar_kw):
+def plot_relevance(relevance, # relevance weights, (R,)
+                   names=None, # a label per weight; None: 1..R
+                   *,
+                   std=None, # standard deviations, (R,): error bars of 2 std
+                   ax=None, # the matplotlib Axes to draw in; None: a new figure
+                   **bar_kw, # passed on to `Axes.bar`
+                  ): # the matplotlib Axes
     "Bar plot of relevance weights, with error bars of 2 `std` when given. Returns the matplotlib Axes."
     import matplotlib.pyplot as plt
     rel = np.asarray(relevance, dtype=np.float64).ravel()

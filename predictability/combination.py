@@ -10,7 +10,9 @@ import contextlib
 import contextvars
 import functools
 import hashlib
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,11 +31,21 @@ from .nystrom import basis_indices, npc_iterate, npc_update
 from .opc import opc_step
 
 # %% ../nbs/07_combine.ipynb #b5e6fa62
-def joint_step(Hbar: np.ndarray, step, update) -> np.ndarray:
-    "One Jacobi sweep of Algorithm 1: column `p` (for `p` in `update`) becomes `step(p, Hbar)`; the others are kept."
+def _map_columns(fn, cols, n_jobs: int):
+    "`[fn(p) for p in cols]`, in `n_jobs` threads when there are several columns (each thread in a copy of the context)."
+    cols = list(cols)
+    if n_jobs <= 1 or len(cols) <= 1:
+        return [fn(p) for p in cols]
+    ctx = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=min(n_jobs, len(cols))) as ex:
+        return list(ex.map(lambda p: ctx.copy().run(fn, p), cols))
+
+def joint_step(Hbar: np.ndarray, step, update, n_jobs: int = 1) -> np.ndarray:
+    "One Jacobi sweep of Algorithm 1: column `p` (for `p` in `update`) becomes `step(p, Hbar)`; the others are kept. The columns are independent, so `n_jobs` threads may compute them."
     new = Hbar.copy()
-    for p in update:
-        new[:, p] = step(p, Hbar)       # every update reads H^t, never H^{t+1}
+    update = list(update)
+    for p, col in zip(update, _map_columns(lambda p: step(p, Hbar), update, n_jobs)):
+        new[:, p] = col                 # every update reads H^t, never H^{t+1}
     return new
 
 # %% ../nbs/07_combine.ipynb #8c3d87df
@@ -42,7 +54,8 @@ _SHARED = contextvars.ContextVar("predictability_shared_kernel_stats", default=N
 @contextlib.contextmanager
 def reuse_kernel_stats(max_mb: float = 512):   # memory for the kept statistics, oldest dropped first
     "Within this context, `combine` keeps the NPC kernel statistics of its input columns and reuses them across calls."
-    token = _SHARED.set({"entries": {}, "max": check_scalar(max_mb, "max_mb") * 2**20, "hits": 0})
+    token = _SHARED.set({"entries": {}, "max": check_scalar(max_mb, "max_mb") * 2**20, "hits": 0,
+                         "lock": threading.Lock()})
     try:
         yield _SHARED.get()
     finally:
@@ -58,14 +71,16 @@ def _kernel_stats(X, basis, f, device, share):
         h.update(np.ascontiguousarray(a).tobytes())
     key = (h.hexdigest(), X.shape, device)
     entries = store["entries"]
-    if key in entries:
-        store["hits"] += 1
-        return entries[key]
+    with store["lock"]:
+        if key in entries:
+            store["hits"] += 1
+            return entries[key]
     st = kernel_stats(X, X[basis], f, device=device)
-    keep = st.compact() if st.nbytes > 16 * 2**20 else st
-    entries[key] = keep
-    while len(entries) > 1 and sum(e.nbytes for e in entries.values()) > store["max"]:
-        del entries[next(iter(entries))]
+    with store["lock"]:
+        held = sum(e.nbytes for e in entries.values())
+        entries[key] = st if held + st.nbytes <= store["max"] else st.compact()   # K_GB kept while it fits
+        while len(entries) > 1 and sum(e.nbytes for e in entries.values()) > store["max"]:
+            del entries[next(iter(entries))]
     return st
 
 # %% ../nbs/07_combine.ipynb #13bcec8e
@@ -380,20 +395,24 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     step, fixed = _make_step(method, weights, lam=lam, noise=noise_a, kernel_scale=scale_a, n_basis=n_basis,
                              basis=idx, device=device)
     stats = NormStats.of(F2)
-    if progress is None:
-        nb = len(idx) if method == "npc" else n
-        progress = n_sweeps * len(cols) * n * nb * (nb + P) > 2e11 if gp else False
+    if progress is None:                                       # flops: honest to a small factor
+        nb, R = len(idx), P - 1
+        big = {"npc": 2 * n * nb * R + n * nb * nb, "npc-exact": 3.5 * n ** 3 + 2 * n * n * R}.get(method, 0)
+        small = 12 * nb ** 3 if method == "npc" else 0         # Choleskys, whitening, top eigenpair
+        passes = 1 if (method == "npc" and not joint) else n_sweeps   # fixed references: statistics once
+        progress = len(cols) * (passes * big + n_sweeps * small) > 1e11   # about 5 s at 20 GFLOP/s
+    n_jobs = 1   # columns in threads measured 4-15x slower on a loaded 2-core machine (BLAS limiter toggling)
     if joint:                                                  # Algorithm 1: every column from H^t, each for its own sweeps
         history = [F2.copy()]
         for t in tqdm(range(n_sweeps), desc=f"combine ({method})", disable=not progress, leave=False):
-            Hbar = joint_step(Hbar, functools.partial(step, first=t == 0), [p for p in cols if t < iters[p]])
+            Hbar = joint_step(Hbar, functools.partial(step, first=t == 0), [p for p in cols if t < iters[p]], n_jobs)
             history.append(stats.inverse(Hbar[:, :h]))
         history = np.stack(history)
     else:                                                      # each target column against the fixed input columns
-        runs = []
-        for p in tqdm(cols, desc=f"combine ({method})", disable=not progress, leave=False):
-            Hp = fixed(p, Hbar, iters[p])
-            runs.append(np.concatenate([Hp, np.repeat(Hp[-1:], n_sweeps - iters[p], axis=0)]))   # frozen after
+        with tqdm(total=len(cols), desc=f"combine ({method})", disable=not progress, leave=False) as bar:
+            runs = _map_columns(lambda p: (fixed(p, Hbar, iters[p]), bar.update())[0], cols, n_jobs)
+        runs = [np.concatenate([Hp, np.repeat(Hp[-1:], n_sweeps - iters[p], axis=0)])   # frozen after its own
+                for p, Hp in zip(cols, runs)]
         history = np.stack([stats.inverse(Ht) for Ht in np.stack(runs, axis=-1)])
         history[0] = F2
     for p in range(h):                                         # a column stops at its own iteration, exactly

@@ -17,12 +17,18 @@ from pathlib import Path
 import numpy as np
 
 # %% ../nbs/00_core.ipynb #7300158c
-def centering_matrix(n: int) -> np.ndarray:
-    "The dense centring operator $C_N = I - \\mathbf 1\\mathbf 1^\\top/N$ (for derivations and tests only: $O(N^2)$ memory)."
+def centering_matrix(n: int, # the number of points $N$
+                     ) -> np.ndarray: # $C_N$, (N, N)
+    r"The dense centring operator $C_N = I - \mathbf 1\mathbf 1^\top/N$ (for derivations and tests only: $O(N^2)$ memory)."
     return np.eye(n) - np.full((n, n), 1.0 / n)
 
 # %% ../nbs/00_core.ipynb #40e5b2ab
-def as_predictors(x, name: str, *, ndim=(1, 2), min_points: int = 2) -> np.ndarray:
+def as_predictors(x, # predictor evaluations: an array, list, pandas Series or DataFrame, (N,) or (N, K)
+                  name: str, # the argument's name, quoted in error messages
+                  *,
+                  ndim=(1, 2), # the numbers of dimensions accepted
+                  min_points: int = 2, # the fewest points (rows) accepted
+                 ) -> np.ndarray: # `x` as a C-contiguous float64 array of the same shape
     "Validate predictor evaluations `x` (N,) or (N, K) and return them as a float64 array of the same shape."
     if hasattr(x, "to_numpy"):  # pandas Series / DataFrame
         x = x.to_numpy()
@@ -55,7 +61,13 @@ def _is_bool(x) -> bool:
 def _describe(x) -> str:
     return f"{x!r} ({type(x).__name__})"
 
-def check_scalar(x, name: str, *, low: float = 0.0, strict: bool = False, high: float = np.inf) -> float:
+def check_scalar(x, # the value to check
+                 name: str, # the argument's name, quoted in the error message
+                 *,
+                 low: float = 0.0, # the lower bound
+                 strict: bool = False, # refuse `x == low` as well
+                 high: float = np.inf, # the (exclusive) upper bound
+                ) -> float: # `x` as a float
     "Validate a real hyperparameter: a real number (not a string or bool), finite and `> low` (`strict`) or `>= low`, and `< high`; return it as a float."
     if low == 0 and np.isinf(high):
         desc = "positive number" if strict else "non-negative number"
@@ -70,7 +82,12 @@ def check_scalar(x, name: str, *, low: float = 0.0, strict: bool = False, high: 
         raise ValueError(f"`{name}` must be a finite {desc}; got {x!r}.")
     return v
 
-def check_int(x, name: str, *, low: int = 0, high: int | None = None) -> int:
+def check_int(x, # the value to check
+              name: str, # the argument's name, quoted in the error message
+              *,
+              low: int = 0, # the smallest value accepted
+              high: int | None = None, # the largest value accepted (None: no upper bound)
+             ) -> int: # `x` as an int
     "Validate an integer argument (Python or NumPy integer; not a bool, float or string) with `low <= x` (and `x <= high`); return it as an int."
     desc = f"an integer >= {low}" + (f" and <= {high}" if high is not None else "")
     if isinstance(x, np.ndarray) and x.ndim == 0:
@@ -82,13 +99,17 @@ def check_int(x, name: str, *, low: int = 0, high: int | None = None) -> int:
         raise ValueError(f"`{name}` must be {desc}; got {v}.")
     return v
 
-def check_bool(x, name: str) -> bool:
+def check_bool(x, # the value to check
+               name: str, # the argument's name, quoted in the error message
+              ) -> bool: # `x` as a bool
     "Validate a flag: `True` or `False` (or a NumPy bool); anything else, a string such as 'no' included, is refused."
     if not _is_bool(x):
         raise ValueError(f"`{name}` must be True or False; got {_describe(x)}.")
     return bool(x)
 
-def check_random_state(random_state, name: str = "random_state") -> np.random.Generator:
+def check_random_state(random_state, # None, an int >= 0, a SeedSequence, a BitGenerator or a Generator
+                       name: str = "random_state", # the argument's name, quoted in the error message
+                      ) -> np.random.Generator: # a Generator seeded from `random_state`
     "A NumPy `Generator` from `random_state` (None, an int >= 0, a SeedSequence, a BitGenerator or a Generator); never touches the global RNG."
     if _is_bool(random_state) or isinstance(random_state, (str, bytes, float)):
         raise ValueError(f"`{name}` must be None, a non-negative integer or a numpy Generator; got "
@@ -100,8 +121,9 @@ def check_random_state(random_state, name: str = "random_state") -> np.random.Ge
                          f"{_describe(random_state)} ({e}).") from None
 
 # %% ../nbs/00_core.ipynb #a44fa044
-def center(x: np.ndarray) -> np.ndarray:
-    "$C_N\\mathbf x$, column-wise: subtract each column's mean."
+def center(x: np.ndarray, # predictor evaluations, (N,) or (N, K)
+          ) -> np.ndarray: # $C_N\mathbf x$, the same shape
+    r"$C_N\mathbf x$, column-wise: subtract each column's mean."
     x = np.asarray(x, dtype=np.float64)
     return x - x.mean(axis=0)
 
@@ -116,8 +138,10 @@ def _constant_columns(x: np.ndarray) -> np.ndarray:
     spread = x2.max(axis=0) - x2.min(axis=0)
     return np.flatnonzero(spread <= 1e-12 * np.abs(x2).max(axis=0))
 
-def normalize(x: np.ndarray, name: str = "x") -> np.ndarray:
-    "Project each column of `x` onto the model space $\\mathcal M$: $\\overline{\\mathbf x} = C_N\\mathbf x/\\lVert C_N\\mathbf x\\rVert$ (e:normalization), for any finite magnitude."
+def normalize(x: np.ndarray, # predictor evaluations, (N,) or (N, K); no constant column
+              name: str = "x", # the argument's name, quoted in the error message
+             ) -> np.ndarray: # $\overline{\mathbf x}$: centred, unit-norm columns, the same shape
+    r"Project each column of `x` onto the model space $\mathcal M$: $\overline{\mathbf x} = C_N\mathbf x/\lVert C_N\mathbf x\rVert$ (e:normalization), for any finite magnitude."
     x = np.asarray(x, dtype=np.float64)
     const = _constant_columns(x)
     if const.size:
@@ -131,30 +155,37 @@ def normalize(x: np.ndarray, name: str = "x") -> np.ndarray:
 @dataclass
 class NormStats:
     "Column means and (population) standard deviations of a predictor, for inverse normalisation."
-    mean: np.ndarray
-    std: np.ndarray
+    mean: np.ndarray # the column means, (K,) or a scalar
+    std: np.ndarray # the columns' population standard deviations, (K,) or a scalar
 
     @classmethod
-    def of(cls, x: np.ndarray) -> "NormStats":
+    def of(cls, x: np.ndarray, # predictor evaluations, (N,) or (N, K)
+          ) -> "NormStats":
+        "The statistics of `x`, computed without overflow at any finite magnitude."
         x = np.asarray(x, dtype=np.float64)
         s = _column_scale(x)
         xs = x / s                                   # mean and std of x/s, then scaled back: no overflow
         return cls(s * xs.mean(axis=0), s * xs.std(axis=0))
 
-    def inverse(self, fbar: np.ndarray) -> np.ndarray:
-        "Map unit-norm, centred columns back to the stored mean and std: $\\mu + s\\sqrt N\\,\\overline{\\mathbf f}$."
+    def inverse(self, fbar: np.ndarray, # centred, unit-norm columns, (N,) or (N, K)
+               ) -> np.ndarray: # `fbar` with the stored means and standard deviations
+        r"Map unit-norm, centred columns back to the stored mean and std: $\mu + s\sqrt N\,\overline{\mathbf f}$."
         fbar = np.asarray(fbar, dtype=np.float64)
         scale = np.maximum(np.maximum(np.abs(self.mean), self.std), np.finfo(np.float64).tiny)
         return scale * (self.mean / scale + (self.std / scale) * (np.sqrt(fbar.shape[0]) * fbar))
 
-def standardize(x: np.ndarray, name: str = "x") -> np.ndarray:
-    "z-scores of each column, $\\sqrt N\\,\\overline{\\mathbf x}$: mean 0 and population std 1."
+def standardize(x: np.ndarray, # predictor evaluations, (N,) or (N, K); no constant column
+                name: str = "x", # the argument's name, quoted in the error message
+               ) -> np.ndarray: # the z-scores, the same shape
+    r"z-scores of each column, $\sqrt N\,\overline{\mathbf x}$: mean 0 and population std 1."
     x = np.asarray(x, dtype=np.float64)
     return np.sqrt(x.shape[0]) * normalize(x, name)
 
 # %% ../nbs/00_core.ipynb #977d165f
-def orient(f: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    "Flip the sign of `f` (column-wise) where it disagrees with `ref`, so that $\\mathbf f^\\top\\mathbf r\\ge0$."
+def orient(f: np.ndarray, # the vectors to orient, (N,) or (N, K)
+           ref: np.ndarray, # the reference directions, the same shape
+          ) -> np.ndarray: # `f` with each column's sign chosen so that $\mathbf f^\top\mathbf r\ge0$
+    r"Flip the sign of `f` (column-wise) where it disagrees with `ref`, so that $\mathbf f^\top\mathbf r\ge0$."
     s = np.sign(np.sum(f * ref, axis=0))
     return f * np.where(s == 0, 1.0, s)
 
@@ -181,7 +212,9 @@ def numba_cache_dir() -> Path | None:
         return None
     return d
 
-def jit(fn=None, **options):
+def jit(fn=None, # the function to compile; None: return a decorator
+        **options, # Numba options overriding `JIT_OPTIONS`
+       ):
     "`numba.njit` with `JIT_OPTIONS` (overridden by `options`), caching into `numba_cache_dir()`, never into the package."
     def decorate(f):
         from numba import njit

@@ -26,7 +26,9 @@ def _as_mat(p) -> Path | None:
         p = p / "data.mat"
     return p.resolve() if p.is_file() else None
 
-def pubfig_path(path=None) -> Path | None:
+def pubfig_path(path=None, # a `data.mat` file or a folder holding one; None: look in the default places
+
+               ) -> Path | None: # the resolved path of `data.mat`, or None when it is not found
     "Find the PubFig `data.mat`: `path`, else `$PREDICTABILITY_PUBFIG`, else `pubfig_default_dir()`. `None` if absent."
     if path is not None:
         return _as_mat(path)
@@ -39,14 +41,14 @@ def pubfig_path(path=None) -> Path | None:
 @dataclass
 class PubFig:
     "The PubFig relative-attributes data: `features` (N, 542), per-image `attributes` (N, 11) and the rankers' `baseline_scores` (N, 11)."
-    features: np.ndarray          # (772, 542) GIST + colour features
-    class_labels: np.ndarray      # (772,) person index 0..7
-    attributes: np.ndarray        # (772, 11) attribute value of each image: relative_ordering[:, class]
-    attribute_names: list
-    class_names: list
-    used_for_training: np.ndarray  # (772,) bool: the original split (241 train, 531 test)
-    baseline_scores: np.ndarray   # (772, 11) relative_att_predictions of the original rank-SVMs
-    relative_ordering: np.ndarray  # (11, 8) strength rank of each attribute for each person
+    features: np.ndarray # GIST + colour features, (772, 542)
+    class_labels: np.ndarray # the person shown in each image, 0..7, (772,)
+    attributes: np.ndarray # each image's attribute values, `relative_ordering[:, class]`, (772, 11)
+    attribute_names: list # the 11 attributes' names
+    class_names: list # the 8 people's names
+    used_for_training: np.ndarray # the original split (241 train, 531 test), bool, (772,)
+    baseline_scores: np.ndarray # `relative_att_predictions` of the original rank-SVMs, (772, 11)
+    relative_ordering: np.ndarray # the strength rank of each attribute for each person, (11, 8)
 
     @property
     def n_images(self) -> int: return self.features.shape[0]
@@ -54,7 +56,9 @@ class PubFig:
 def _names(cell) -> list:
     return [str(np.asarray(c).ravel()[0]) for c in np.asarray(cell, dtype=object).ravel()]
 
-def load_pubfig(path=None) -> PubFig:
+def load_pubfig(path=None, # as for `pubfig_path`; None: the default places
+
+               ) -> PubFig: # the data set
     "Load the PubFig relative-attributes `data.mat` found by `pubfig_path(path)`."
     p = pubfig_path(path)
     if p is None:

@@ -189,18 +189,22 @@ def _relevance_figure(W, names, path):
     return fig
 
 def _iterations_figure(curves, val_curves, chosen, path):
+    "Mean test (solid) and validation (dotted) tau per iteration of each method's chosen setting; f0 as a reference line."
     from matplotlib.figure import Figure
-    fig = Figure(figsize=(6.4, 3.6), dpi=80, layout="constrained")
+    from matplotlib.ticker import MaxNLocator
+    fig = Figure(figsize=(7.2, 3.6), dpi=80, layout="constrained")
     ax = fig.subplots()
+    ax.axhline(curves.iloc[0, 0], color="gray", lw=0.8, ls="--", label="f\u2070, the input (test)")
     for k, m in enumerate(curves.columns):
         color = f"C{k}"
         ax.plot(curves.index, curves[m], color=color, label=f"{_LABELS.get(m, m)} (test)")
         ax.plot(val_curves.index, val_curves[m], color=color, ls=":", label=f"{_LABELS.get(m, m)} (validation)")
         t = chosen[m]["n_iter"]
         ax.plot([t], [curves[m].iloc[t]], "o", color=color, ms=6)
-    ax.axhline(curves.iloc[0, 0], color="gray", lw=0.8, ls="--")
-    ax.set_xlabel("iteration (dot: chosen on validation)"); ax.set_ylabel("mean Kendall tau x100")
-    ax.legend(fontsize=7, ncol=2)
+    ax.plot([], [], "o", color="black", ms=6, label="iteration chosen on validation")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))      # iterations are whole numbers
+    ax.set_xlabel("iteration"); ax.set_ylabel("mean Kendall tau x100")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)   # beside, never over the curves
     fig.savefig(path)
     return fig
 

@@ -13,7 +13,7 @@ from scipy import linalg
 from scipy.linalg import blas as _blas
 from scipy.linalg import lapack
 
-from .core import check_scalar
+from .core import check_scalar, one_blas_thread
 from .kernels import (_DIRECT_MAX_D, _check_block_rows, _check_pair, _check_threads, _check_values,
                                     _chunks, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
                                     gram_stats_reference, kernel_matvec)
@@ -47,21 +47,23 @@ class Whitening:
         return 0.5 * (Z + Z.T)
 
 def whiten(KBB: np.ndarray,  # (N', N') symmetric PSD kernel matrix of the basis
-           rtol: float = 1e-10,  # stop when the largest remaining pivot is below rtol * max(diag)
+           rtol: float = 1e-10,  # stop when the largest remaining pivot is below rtol * trace(KBB)
           ) -> Whitening:
     "Pivoted-Cholesky whitening of `KBB` (LAPACK `pstrf`), truncated at numerical rank."
     KBB = np.asarray(KBB, dtype=np.float64)
     if KBB.ndim != 2 or KBB.shape[0] != KBB.shape[1] or not np.isfinite(KBB).all():
         raise ValueError(f"`KBB` must be a finite square matrix; got shape {KBB.shape}.")
-    top = KBB.diagonal().max()
-    if not top > 0:
+    scale = KBB.trace()                              # >= the largest eigenvalue, as in an eigenvalue cut
+    if not scale > 0:
         raise ValueError("`KBB` has no positive diagonal entry: it is not a kernel matrix.")
-    c, piv, r, info = lapack.dpstrf(KBB, lower=1, tol=rtol * top)
+    c, piv, r, info = lapack.dpstrf(KBB, lower=1, tol=rtol * scale)
     if info < 0:
         raise ValueError(f"LAPACK dpstrf rejected argument {-info}.")
     return Whitening(piv[:r] - 1, np.tril(c[:r, :r]), KBB.shape[0])
 
 # %% ../nbs/04a_kernel_stats.ipynb #baac2fc5
+_SMALL_FLOPS = 3e8
+
 def _dense_chunk(X, B, BT, xx, bb, F, K, lo, hi, block_rows, direct):
     "Rows lo:hi of K written into K, with M (upper triangle) and K^T F accumulated block by block."
     n = B.shape[0]
@@ -79,6 +81,8 @@ def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     N, D = X.shape
     n = B.shape[0]
     block_rows = _check_block_rows(block_rows, N, n)
+    if n_threads is None and N * n * (2 * D + n) < _SMALL_FLOPS:
+        n_threads = 1                                   # a few ms of work: starting threads costs more than it saves
     chunks = _chunks(N, block_rows, _check_threads(n_threads))
     K = np.empty((N, n))
     Xc, Bc, BT, xx, bb = _prepare(X, B, False)
@@ -145,7 +149,8 @@ class KernelStats:
         "$K_{GB}^\\top\\mathbf v$ for `v` (N,) or (N, k)."
         V = np.asarray(v, dtype=np.float64).reshape(self.n, -1)
         if self.K is not None:
-            out = self.K.T @ V
+            with one_blas_thread():
+                out = self.K.T @ V
         elif self.backend == "cuda":
             from predictability.cuda import gram_stats_cuda
             out = gram_stats_cuda(self.X, self.B, V)[1]
@@ -156,7 +161,8 @@ class KernelStats:
     def matvec(self, u: np.ndarray) -> np.ndarray:
         "$K_{GB}\\mathbf u$ for `u` (N',) or (N', k)."
         if self.K is not None:
-            return self.K @ u
+            with one_blas_thread():                     # a GEMV, or a thin GEMM: bandwidth-bound
+                return self.K @ u
         if self.backend == "cuda":
             from predictability.cuda import kernel_matvec_cuda
             return kernel_matvec_cuda(self.X, self.B, u)
@@ -203,4 +209,6 @@ def kernel_stats(X,                      # (N, D) pre-scaled features (`kernel_f
         M, KF, _ = gram_stats(X, B, F)
         backend = "streamed"
     kf = None if f is None else (KF[:, :-1].copy() if f.ndim == 2 else KF[:, 0].copy())
-    return KernelStats(M, np.ascontiguousarray(KF[:, -1]), gaussian_kernel(B, B), kf, backend, X, B, K, rtol)
+    with one_blas_thread():
+        KBB = gaussian_kernel(B, B)
+    return KernelStats(M, np.ascontiguousarray(KF[:, -1]), KBB, kf, backend, X, B, K, rtol)

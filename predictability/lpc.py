@@ -12,8 +12,10 @@ from .core import as_predictors, check_scalar, normalize
 from .opc import _check_rows, _top_direction
 
 # %% ../nbs/02_lpc.ipynb #575c582e
-def reference_basis(Gbar: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
-    "Orthonormal basis $U$ (N, r) of the span of the references projected onto $\\mathcal M$, so that $Q=UU^\\top$; singular values $\\le$ `rtol` $\\cdot s_1$ are dropped."
+def reference_basis(Gbar: np.ndarray, # the references, (N, R)
+                    rtol: float = 1e-10, # singular values below `rtol` $\cdot s_1$ count as zero
+                   ) -> np.ndarray: # $U$, (N, r), orthonormal columns
+    r"Orthonormal basis $U$ (N, r) of the span of the references projected onto $\mathcal M$, so that $Q=UU^\top$; singular values $\le$ `rtol` $\cdot s_1$ are dropped."
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     rtol = check_scalar(rtol, "rtol", high=1.0)
     return _basis(Gb, rtol)
@@ -42,8 +44,11 @@ def _collinear_columns(Gb: np.ndarray, rtol: float):
     return found
 
 # %% ../nbs/02_lpc.ipynb #e91bfe6e
-def check_collinear(Gbar: np.ndarray, name: str = "references", rtol: float = 1e-8) -> None:
-    "Raise `ValueError` naming each reference (column) that is within `rtol` of the span of the earlier ones, after projection onto $\\mathcal M$."
+def check_collinear(Gbar: np.ndarray, # the references, (N, R)
+                    name: str = "references", # the argument's name, quoted in the error message
+                    rtol: float = 1e-8, # the largest distance to the span of the earlier columns that counts as collinear
+                   ) -> None: # raises `ValueError` when some are
+    r"Raise `ValueError` naming each reference (column) that is within `rtol` of the span of the earlier ones, after projection onto $\mathcal M$."
     Gb = normalize(as_predictors(Gbar, name, ndim=(2,)), name)
     rtol = check_scalar(rtol, "rtol", high=1.0)
     found = _collinear_columns(Gb, rtol)
@@ -55,8 +60,11 @@ def check_collinear(Gbar: np.ndarray, name: str = "references", rtol: float = 1e
                          "duplicated or linearly dependent references add nothing and make (G^T G) singular.")
 
 # %% ../nbs/02_lpc.ipynb #a7788bb9
-def linear_predictability(f: np.ndarray, G: np.ndarray, rtol: float = 1e-10):
-    "Linear predictability $\\mathcal P_L=\\mathbf f^\\top Q\\mathbf f/\\mathbf f^\\top C_N\\mathbf f$ (e:linearpred) of `f` (N,) or (N, K) from references `G` (N, R): a float, or (K,) floats."
+def linear_predictability(f: np.ndarray, # the predictor(s), (N,) or (N, K)
+                          G: np.ndarray, # the references, (N, R)
+                          rtol: float = 1e-10, # singular values below `rtol` $\cdot s_1$ count as zero
+                         ): # $\mathcal P_L$: a float, or (K,)
+    r"Linear predictability $\mathcal P_L=\mathbf f^\top Q\mathbf f/\mathbf f^\top C_N\mathbf f$ (e:linearpred) of `f` (N,) or (N, K) from references `G` (N, R): a float, or (K,) floats."
     f = as_predictors(f, "f", ndim=(1, 2))
     G = as_predictors(G, "G", ndim=(2,))
     _check_rows(f, G, "f", "G")
@@ -66,8 +74,12 @@ def linear_predictability(f: np.ndarray, G: np.ndarray, rtol: float = 1e-10):
     return float(p) if f.ndim == 1 else p
 
 # %% ../nbs/02_lpc.ipynb #543f9e28
-def lpc_step(fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, rtol: float = 1e-10) -> np.ndarray:
-    "One LPC update (e:lpc): the top eigenvector of $A=\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_JQ$ via the small Gram eigenproblem of $Y=[\\overline{\\mathbf f}^t,\\sqrt{\\lambda_J}U]$; unit norm, centred, oriented."
+def lpc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
+             Gbar: np.ndarray, # the references, (N, R)
+             lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
+             rtol: float = 1e-10, # singular values below `rtol` $\cdot s_1$ count as zero
+            ) -> np.ndarray: # $\overline{\mathbf f}^{t+1}$, (N,): centred, unit norm
+    r"One LPC update (e:lpc): the top eigenvector of $A=\overline{\mathbf f}^t\overline{\mathbf f}^{t\top}+\lambda_JQ$ via the small Gram eigenproblem of $Y=[\overline{\mathbf f}^t,\sqrt{\lambda_J}U]$; unit norm, centred, oriented."
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar")
@@ -76,8 +88,18 @@ def lpc_step(fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, rtol: float
     Y = np.column_stack([fb, np.sqrt(lam) * U])     # A = Y Y^T (e:lpc)
     return _top_direction(Y, fb)
 
-def lpc_objective(f: np.ndarray, fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, rtol: float = 1e-10) -> float:
-    "$\\mathcal O_L(\\mathbf f)=(\\overline{\\mathbf f}^\\top\\overline{\\mathbf f}^t)^2+\\lambda_J\\mathcal P_L(\\mathbf f)$ (e:lpc), with `f` projected onto $\\mathcal M$."
+def lpc_objective(f: np.ndarray, # the candidate predictor, (N,)
+
+                  fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
+
+                  Gbar: np.ndarray, # the references, (N, R)
+
+                  lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
+
+                  rtol: float = 1e-10, # singular values below `rtol` $\cdot s_1$ count as zero
+
+                 ) -> float: # $\mathcal O_L(\mathbf f)$
+    r"$\mathcal O_L(\mathbf f)=(\overline{\mathbf f}^\top\overline{\mathbf f}^t)^2+\lambda_J\mathcal P_L(\mathbf f)$ (e:lpc), with `f` projected onto $\mathcal M$."
     fn = normalize(as_predictors(f, "f", ndim=(1,)), "f")
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     U = reference_basis(Gbar, rtol)

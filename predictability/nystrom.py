@@ -9,6 +9,7 @@ __all__ = ['basis_indices', 'power_method', 'npc_update', 'npc_step', 'npc_step_
 # %% ../nbs/05_nystrom.ipynb #dee89240
 import numpy as np
 from scipy import linalg
+from scipy.linalg import blas as _blas
 
 from .core import as_predictors, normalize, one_blas_thread, orient
 from .kernels import gaussian_kernel
@@ -25,8 +26,8 @@ def basis_indices(n: int, n_basis: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, n - 1, m)).astype(np.int64))
 
 # %% ../nbs/05_nystrom.ipynb #2b834514
-def _t_half(VtV: np.ndarray, noise: float) -> np.ndarray:
-    "$\\Phi = A^{-1}\\operatorname{chol}(A+\\sigma^2I)$, $A = V^\\top V+\\sigma^2I$: $\\Phi\\Phi^\\top = A^{-1}(A+\\sigma^2I)A^{-1}$."
+def _t_half(VtV: np.ndarray, noise: float):
+    "$\\Phi = A^{-1}L_2$, $L_2=\\operatorname{chol}(A+\\sigma^2I)$, $A = V^\\top V+\\sigma^2I$, so $\\Phi\\Phi^\\top = A^{-1}(A+\\sigma^2I)A^{-1}$; returns $(\\Phi, L_2)$."
     r = VtV.shape[0]
     A = VtV + noise * np.eye(r)
     try:
@@ -35,7 +36,7 @@ def _t_half(VtV: np.ndarray, noise: float) -> np.ndarray:
     except linalg.LinAlgError:
         raise FloatingPointError(f"V^T V + noise*I is not positive definite (noise={noise:.3g}): the kernel statistics "
                                  "are not those of a kernel (NaN or a non-PSD K^T K).") from None
-    return linalg.cho_solve((LA, True), L2, check_finite=False)
+    return linalg.cho_solve((LA, True), L2, check_finite=False), L2
 
 def _reduced(stats: KernelStats, noise: float):
     "$(\\Phi,\\ G=\\Phi^\\top V^\\top C_NV\\Phi)$ for one $\\sigma^2$, computed once and cached on `stats`."
@@ -45,9 +46,11 @@ def _reduced(stats: KernelStats, noise: float):
         if "VtV" not in stats.cache:
             stats.cache["VtV"] = (W.congruence(stats.M), W.t(stats.ks))      # V^T V, V^T 1
         VtV, g = stats.cache["VtV"]
-        Phi = _t_half(VtV, noise)                                             # T^(1/2) = Psi Phi   (e:qprime2)
+        Phi, L2 = _t_half(VtV, noise)                                         # T^(1/2) = Psi Phi   (e:qprime2)
         h = Phi.T @ g / np.sqrt(stats.n)
-        G = Phi.T @ VtV @ Phi - np.outer(h, h)                                # Phi^T V^T C_N V Phi
+        # Phi^T V^T V Phi = Phi^T (A - s^2 I) Phi = L2^T Phi - s^2 Phi^T Phi  (Phi^T A Phi = L2^T A^-1 L2 = L2^T Phi)
+        G = _blas.dtrmm(1.0, L2, Phi, lower=1, trans_a=1) - noise * _blas.dsyrk(1.0, Phi, trans=1, lower=0)
+        G = np.triu(G) + np.triu(G, 1).T - np.outer(h, h)                     # Phi^T V^T C_N V Phi
         stats.cache[key] = (Phi, 0.5 * (G + G.T))
     return stats.cache[key]
 
@@ -97,12 +100,12 @@ def npc_update(fbar_t: np.ndarray,      # (N,) the current target, unit norm and
                kf=None,                  # K_GB^T fbar_t when already known (e.g. `stats.kf`)
               ) -> np.ndarray:
     "One Nyström NPC update (e:objectivef) with $Q''$ (e:qprime2) through the $Y$-decomposition (e:Ydecomp), on given statistics."
-    kf = stats.rmatvec(fbar_t) if kf is None else kf
-    with one_blas_thread():                                   # N'-sized work: threads only cost here
+    with one_blas_thread():                                   # N'-sized work and GEMVs: threads only cost here
+        kf = stats.rmatvec(fbar_t) if kf is None else kf
         S, Phi = _small_problem(stats, kf, noise, lam)
         _, e = _top_eigvec(S)
         u = stats.whitening(Phi @ e[1:])                      # K_GB T^(1/2) e_1 = K_GB u
-    Ku = stats.matvec(u)
+        Ku = stats.matvec(u)
     f = e[0] * fbar_t + np.sqrt(lam) * (Ku - Ku.mean())       # Y e, with the centred K_GB block
     nf = np.linalg.norm(f)
     if not np.isfinite(nf) or nf == 0:
@@ -179,6 +182,7 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
         U = stats.whitening(Phi @ D)                           # basis coordinates, (N', n_iter + 1)
     KU = stats.matvec(U)                                       # the history in one GEMM
     H = fbar0[:, None] * alpha + (KU - KU.mean(0))
+    H /= np.linalg.norm(H, axis=0)             # the span's norms carry round-off of the quadratic form; unit exactly
     return np.ascontiguousarray(H.T)
 
 # %% ../nbs/05_nystrom.ipynb #ab173b77

@@ -17,8 +17,13 @@ def _check_rows(f: np.ndarray, G: np.ndarray, fname: str, gname: str):
                          "on the same points.")
 
 # %% ../nbs/01_opc.ipynb #3f70adcf
-def opc_kl_step(f_t: np.ndarray, G: np.ndarray, lam: float = 1.0, sigma2: float = 1.0, variance: float = 1.0) -> np.ndarray:
-    "One step of Kim et al.'s OPC (e:ttc) for Gaussians $\\mathcal N(\\cdot, vI)$: $(\\mathbf f^t+\\lambda_O\\sum_iw_i\\mathbf g_i)/(1+\\lambda_O\\sum_iw_i)$."
+def opc_kl_step(f_t: np.ndarray, # the current target predictor $\mathbf f^t$, (N,)
+                G: np.ndarray, # the references, (N, R)
+                lam: float = 1.0, # $\lambda_O$, the weight of the references, >= 0
+                sigma2: float = 1.0, # $\sigma_O^2$, the width of the weights $w_i$, > 0
+                variance: float = 1.0, # $v$, the variance of the Gaussians $\mathcal N(\cdot, vI)$, > 0
+               ) -> np.ndarray: # the next predictor $\mathbf f^{t+1}$, (N,)
+    r"One step of Kim et al.'s OPC (e:ttc) for Gaussians $\mathcal N(\cdot, vI)$: $(\mathbf f^t+\lambda_O\sum_iw_i\mathbf g_i)/(1+\lambda_O\sum_iw_i)$."
     f_t = as_predictors(f_t, "f_t", ndim=(1,))
     G = as_predictors(G, "G", ndim=(2,))
     _check_rows(f_t, G, "f_t", "G")
@@ -30,8 +35,11 @@ def opc_kl_step(f_t: np.ndarray, G: np.ndarray, lam: float = 1.0, sigma2: float 
     return (f_t + lam * (G @ w)) / (1.0 + lam * w.sum())                         # argmin of (e:ttc)
 
 # %% ../nbs/01_opc.ipynb #a54a4e41
-def opc_weights(fbar_t: np.ndarray, Gbar: np.ndarray, sigma2: float = 1.0) -> np.ndarray:
-    "Relevance weights $w_i=\\exp(-\\lVert\\overline{\\mathbf f}^t-\\overline{\\mathbf g}_i\\rVert^2/\\sigma_O^2)$ of (e:ttcadapt); inputs are projected onto $\\mathcal M$ first."
+def opc_weights(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
+                Gbar: np.ndarray, # the references, (N, R)
+                sigma2: float = 1.0, # $\sigma_O^2$, the width of the weights $w_i$, > 0
+               ) -> np.ndarray: # the weights $w_i$, (R,)
+    r"Relevance weights $w_i=\exp(-\lVert\overline{\mathbf f}^t-\overline{\mathbf g}_i\rVert^2/\sigma_O^2)$ of (e:ttcadapt); inputs are projected onto $\mathcal M$ first."
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar")
@@ -43,14 +51,18 @@ def _opc_weights(fb, Gb, sigma2):
 
 # %% ../nbs/01_opc.ipynb #34ad0840
 def _top_direction(Y: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    "Unit top eigenvector of $YY^\\top$ from the small Gram eigenproblem $Y^\\top Y\\mathbf e=\\mu\\mathbf e$, oriented against `ref`."
+    r"Unit top eigenvector of $YY^\top$ from the small Gram eigenproblem $Y^\top Y\mathbf e=\mu\mathbf e$, oriented against `ref`."
     vals, vecs = np.linalg.eigh(Y.T @ Y)
     f = Y @ vecs[:, -1]
     return orient(f / np.linalg.norm(f), ref)
 
 # %% ../nbs/01_opc.ipynb #b63cfde5
-def opc_step(fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, sigma2: float = 1.0) -> np.ndarray:
-    "One $L^2$-OPC update (e:ttcadapt): the top eigenvector of $\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_O\\sum_iw_i\\overline{\\mathbf g}_i\\overline{\\mathbf g}_i^\\top$, unit norm, centred, oriented."
+def opc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
+             Gbar: np.ndarray, # the references, (N, R)
+             lam: float = 1.0, # $\lambda_O$, the weight of the references, >= 0
+             sigma2: float = 1.0, # $\sigma_O^2$, the width of the weights $w_i$, > 0
+            ) -> np.ndarray: # $\overline{\mathbf f}^{t+1}$, (N,): centred, unit norm
+    r"One $L^2$-OPC update (e:ttcadapt): the top eigenvector of $\overline{\mathbf f}^t\overline{\mathbf f}^{t\top}+\lambda_O\sum_iw_i\overline{\mathbf g}_i\overline{\mathbf g}_i^\top$, unit norm, centred, oriented."
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar")
@@ -60,8 +72,18 @@ def opc_step(fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, sigma2: flo
     Y = np.column_stack([fb, Gb * np.sqrt(lam * w)])   # A = Y Y^T
     return _top_direction(Y, fb)
 
-def opc_objective(f: np.ndarray, fbar_t: np.ndarray, Gbar: np.ndarray, lam: float = 1.0, sigma2: float = 1.0) -> float:
-    "$\\mathcal O_O(\\overline{\\mathbf f})=(\\overline{\\mathbf f}^\\top\\overline{\\mathbf f}^t)^2+\\lambda_O\\sum_iw_i(\\overline{\\mathbf f}^\\top\\overline{\\mathbf g}_i)^2$ (e:ttcadapt), with `f` projected onto $\\mathcal M$."
+def opc_objective(f: np.ndarray, # the candidate predictor, (N,)
+
+                  fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
+
+                  Gbar: np.ndarray, # the references, (N, R)
+
+                  lam: float = 1.0, # $\lambda_O$, the weight of the references, >= 0
+
+                  sigma2: float = 1.0, # $\sigma_O^2$, the width of the weights $w_i$, > 0
+
+                 ) -> float: # $\mathcal O_O(\overline{\mathbf f})$
+    r"$\mathcal O_O(\overline{\mathbf f})=(\overline{\mathbf f}^\top\overline{\mathbf f}^t)^2+\lambda_O\sum_iw_i(\overline{\mathbf f}^\top\overline{\mathbf g}_i)^2$ (e:ttcadapt), with `f` projected onto $\mathcal M$."
     fn = normalize(as_predictors(f, "f", ndim=(1,)), "f")
     fb = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")

@@ -63,6 +63,46 @@ def test_gram_stats_and_matvec_match_oracle_under_simulator():
     assert out.strip().endswith("ok")
 
 
+def test_kernel_stats_and_npc_on_the_cuda_backend_under_simulator():
+    # the CUDA backend of the kernel-statistics layer, and every NPC path above it, against the CPU and the oracle
+    out = _run("""
+        import numpy as np
+        from predictability import combine
+        from predictability.core import normalize
+        from predictability.kernels import kernel_features
+        from predictability.kstats import kernel_stats
+        from predictability.nystrom import basis_indices, npc_iterate, npc_step, npc_step_reference, npc_update
+
+        def rel(a, b):
+            return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+        rng = np.random.default_rng(0)
+        X = kernel_features(rng.normal(size=(45, 3)), kernel_scale=0.6)
+        f = normalize(np.sin(3 * X[:, 0]) + rng.normal(size=45))
+        B = X[basis_indices(45, 12)]
+        g, c = kernel_stats(X, B, f, device="cuda"), kernel_stats(X, B, f)
+        assert g.backend == "cuda" and g.K is None and c.backend == "dense"
+        for a, b in [(g.M, c.M), (g.ks, c.ks), (g.kf, c.kf), (g.KBB, c.KBB)]:
+            assert rel(a, b) < 1e-12, rel(a, b)
+        u, v = rng.normal(size=(12, 2)), rng.normal(size=45)
+        assert rel(g.matvec(u), c.matvec(u)) < 1e-12 and rel(g.rmatvec(v), c.rmatvec(v)) < 1e-12
+        assert kernel_stats(X, B, device="cuda").kf is None
+        a = npc_step(f, X, n_basis=12, device="cuda", noise=0.2)
+        assert np.abs(a - npc_step_reference(f, X, n_basis=12, noise=0.2)).max() < 1e-8
+        assert np.abs(npc_update(f, g, noise=0.2) - npc_update(f, c, noise=0.2)).max() < 1e-10
+        hg, hc = npc_iterate(f, g, 3, noise=0.2), npc_iterate(f, c, 3, noise=0.2)
+        assert np.abs(hg - hc).max() < 1e-10
+        G = rng.normal(size=(45, 3))
+        t = G[:, 0] + rng.normal(size=45)
+        for joint in (True, False):
+            r1 = combine(t, G, n_iter=2, n_basis=12, device="cuda", joint=joint, ard=False)
+            r2 = combine(t, G, n_iter=2, n_basis=12, joint=joint, ard=False)
+            assert np.abs(r1.history - r2.history).max() < 1e-8
+        print("ok")
+    """)
+    assert out.strip().endswith("ok")
+
+
 def test_import_is_clean_without_cuda():
     # numba.cuda made unimportable: predictability.cuda still imports, reports no device, and refuses politely
     out = _run("""

@@ -259,6 +259,82 @@ def test_page_in_browser(doms, site, page):
     assert not external_resources(dom), f'{page}: {external_resources(dom)}'
 
 
+# Pages that open with their API (issue 11): the public functions and classes a user came for, each with its
+# parameter table, come first; the derivation, the internals and their tests follow under a heading of their own.
+API_FIRST_PAGES = ('core.html', 'opc.html', 'lpc.html', 'ard.html', 'datasets.html', 'cli.html', 'io.html')
+_re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
+
+
+def _parameters(page, name):
+    "The named parameters of the public function or class `name` documented on `page` (no self, *args, **kwargs)"
+    import importlib
+    import inspect
+    modidx = {}
+    exec((ROOT / 'predictability' / '_modidx.py').read_text(encoding='utf-8'), modidx)
+    mod = next(m for m, syms in modidx['d']['syms'].items()
+               if any(loc.split('#')[0] == page and s == f'{m}.{name}' for s, (loc, _) in syms.items()))
+    obj = getattr(importlib.import_module(mod), name)
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in inspect.signature(obj).parameters.values() if p.kind in kinds and p.name != 'self']
+
+
+def _show_doc_headings(dom):
+    "(index in _headings, name) of every show_doc heading: a name followed by a code block with its signature"
+    hs = _headings(dom)
+    out = []
+    for i, (_, end, t) in enumerate(hs):
+        if not re.fullmatch(r'[A-Za-z_][\w.]*', t): continue
+        block = dom[end:hs[i + 1][0] if i + 1 < len(hs) else len(dom)]
+        pres = [_text(p) for p in re.findall(r'<pre\b.*?</pre>', block, flags=re.DOTALL)]
+        if any(re.search(rf'\b{re.escape(t.split(".")[-1])}\(', p) for p in pres): out.append((i, t))
+    return out
+
+
+def test_api_first_pages_are_listed():
+    pages = {p for p, _ in PAGES}
+    assert set(API_FIRST_PAGES) <= pages, set(API_FIRST_PAGES) - pages
+
+
+@pytest.mark.parametrize('page', API_FIRST_PAGES)
+def test_api_has_parameter_tables(doms, page):
+    "Every public function and class of the page shows a table of its parameters under its show_doc heading"
+    art = _article(doms[page])
+    hs = _headings(art)
+    names = exported_api().get(page, [])
+    assert names, f'{page}: no public API found'
+    bad = []
+    for name in names:
+        params = _parameters(page, name)
+        if not params: continue
+        i = next((k for k, (_, _, t) in enumerate(hs) if t == name), None)
+        assert i is not None, f'{page}: no show_doc heading for {name}'
+        block = art[hs[i][1]:hs[i + 1][0] if i + 1 < len(hs) else len(art)]
+        tables = [_text(t) for t in re.findall(r'<table\b.*?</table>', block, flags=re.DOTALL)]
+        missing = [p for p in params if not any(re.search(rf'\b{re.escape(p)}\b', t) for t in tables)]
+        if not tables: bad.append(f'{name}: no parameter table')
+        elif missing: bad.append(f'{name}: parameters missing from its table: {missing}')
+    assert not bad, f'{page}:\n' + '\n'.join(bad)
+
+
+@pytest.mark.parametrize('page', API_FIRST_PAGES)
+def test_api_comes_first(doms, page):
+    "The first show_doc on the page is a public one, above every internal one and above the derivation heading"
+    art = _article(doms[page])
+    hs = _headings(art)
+    public = set(exported_api().get(page, []))
+    docs = _show_doc_headings(art)
+    assert docs, f'{page}: no show_doc headings'
+    first_i, first = docs[0]
+    assert first in public, f'{page}: the first show_doc is {first}, not one of the public {sorted(public)}'
+    internal = [(i, t) for i, t in docs if t.split('.')[0] not in public or t.split('.')[-1].startswith('_')]
+    assert not internal or first_i < internal[0][0], f'{page}: {internal[0][1]} is documented above the API'
+    deriv = [i for i, (_, _, t) in enumerate(hs) if _re_internals_heading.search(t)]
+    assert deriv, f'{page}: no heading for the derivation or internals; headings: {[t for _, _, t in hs]}'
+    assert first_i < deriv[0], f'{page}: the API ({first}) comes after "{hs[deriv[0]][2]}"'
+    api = [t for i, t in docs if i < deriv[0]]
+    assert api and all(t in public for t in api), f'{page}: above "{hs[deriv[0]][2]}": {api}'
+
+
 def test_core_page_documents_normalize(doms):
     art = _article(doms['core.html'])
     assert_show_doc(art, 'normalize', 'core.html')
@@ -275,6 +351,71 @@ def test_sidebar_order(doms):
                      re.search(r'<div class="toctree-wrapper.*?</div>', doms['index.html'],
                                flags=re.DOTALL).group(0))
     assert hrefs[0] == 'index.html' and hrefs[1:] == toc
+
+
+_LAYOUT_PROBE = """<script>
+window.addEventListener('load', () => setTimeout(() => {
+  const W = document.documentElement.clientWidth, out = [];
+  if (document.documentElement.scrollWidth > W + 1)
+    out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + W + ' px');
+  for (const e of document.querySelectorAll('article *')) {
+    if (e.closest('mjx-assistive-mml')) continue;          // MathJax's screen-reader copy: clipped, never shown
+    const r = e.getBoundingClientRect(), cs = getComputedStyle(e);
+    if (r.width > 0 && r.right > W + 1) out.push('wider than the window: <' + e.tagName.toLowerCase() + ' class="' + e.className + '"> ends at ' + Math.round(r.right) + ' px');
+    if (e.scrollWidth > e.clientWidth + 1 && ['auto', 'scroll'].includes(cs.overflowX))
+      out.push('scrolls sideways: <' + e.tagName.toLowerCase() + ' class="' + e.className + '"> ' + e.scrollWidth + ' > ' + e.clientWidth + ' px');
+  }
+  const d = document.createElement('pre'); d.id = 'layout-report'; d.textContent = JSON.stringify(out.slice(0, 10));
+  document.body.appendChild(d);
+}, 1500));
+</script>"""
+
+
+def layout_problems(exe, site, page, width):
+    "What sticks out of, or scrolls inside, a `width`-pixel window on `page` (a probe script in a copy of the page)"
+    probe = site / f'_layout_probe_{width}_{page}'
+    probe.write_text((site / page).read_text(encoding='utf-8').replace('</body>', _LAYOUT_PROBE + '</body>'),
+                     encoding='utf-8')
+    try:
+        with tempfile.TemporaryDirectory(prefix='chromium-') as profile:
+            flags = [f for f in CHROMIUM_FLAGS if not f.startswith('--window-size')]
+            r = subprocess.run([exe, *flags, f'--window-size={width},1000', f'--user-data-dir={profile}',
+                                '--virtual-time-budget=10000', '--dump-dom', probe.as_uri()],
+                               capture_output=True, text=True, timeout=120)
+    finally:
+        probe.unlink()
+    m = re.search(r'<pre id="layout-report">(.*?)</pre>', r.stdout, flags=re.DOTALL)
+    assert m, f'{page}: the layout probe did not report (chromium: {r.stderr[-500:]})'
+    return json.loads(html.unescape(m.group(1)))
+
+
+@pytest.mark.parametrize('width', [1280, 800])
+def test_everything_fits_the_window(chromium, site, width):
+    "No page scrolls sideways, and no code block, signature, table or formula is cut off behind a scrollbar"
+    pages = [p for p, _ in PAGES]
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        found = dict(zip(pages, ex.map(lambda p: layout_problems(chromium, site, p, width), pages)))
+    bad = {p: v for p, v in found.items() if v}
+    assert not bad, f'at {width} px:\n' + '\n'.join(f'{p}: {v}' for p, v in bad.items())
+
+
+def test_equations_are_cited_by_number(doms):
+    "Wherever a page cites one of the paper's equations by its label, the equation's number is there too"
+    sys.path.insert(0, str(TOOLS))
+    from paper_equations import PAPER, equation_numbers
+    if not PAPER.is_file():
+        pytest.skip("the paper's source is not beside the repository")
+    numbers = equation_numbers()
+    bad, cited = [], 0
+    for page, dom in doms.items():
+        text = re.sub(r'\s+', ' ', _text(re.sub(r'<(pre|mjx-container)\b.*?</\1>', ' ', _article(dom), flags=re.DOTALL)))
+        for m in re.finditer(r'\((e:[A-Za-z0-9]+)[,)]', text):
+            if m.group(1) not in numbers: continue
+            cited += 1
+            if not re.search(r'Eqs?\. \(\d+\)(?:, (?:Supp\. Eq\. )?\(\d+\))*\s*$', text[max(0, m.start() - 60):m.start()]):
+                bad.append(f'{page}: ...{text[max(0, m.start() - 40):m.end() + 10]}...')
+    assert cited > 20, 'the pages cite almost no equations: the check is not looking at them'
+    assert not bad, 'equations cited without their number:\n' + '\n'.join(bad[:20])
 
 
 def test_search_works_offline(chromium, site):
@@ -357,6 +498,8 @@ def test_synthetic_notebook_renders(tmp_path):
     assert hs[0] == 'Synthetic derivation' and 'Maths' in hs
     assert_show_doc(art, 'example_function', 'synth.html')  # a real section: in the in-page TOC too
     assert 'id="example-function"' in art and 'href="#example-function"' in page
+    assert re.search(r'<table\b.*?\bx\b.*?the input.*?\bk\b.*?how many.*?Returns.*?the result.*?</table>', art,
+                     flags=re.DOTALL), 'the docments of example_function are not a parameter table'
     assert 'href="synth.html#example-function"' in art  # the doc_host link became relative
     assert 'href="other.html"' in art  # links to `NN_name.ipynb` follow nbdev's page names
     assert 'href="https://github.com/x/y/blob/main/m.py#L1"' in art and 'target="_blank"' not in art
@@ -366,6 +509,38 @@ def test_synthetic_notebook_renders(tmp_path):
     assert art.count('class="math') >= 3
     idx = (out / 'index.html').read_text(encoding='utf-8')
     assert idx.index('href="other.html"') < idx.index('href="synth.html"')
+
+
+def test_parameter_table_from_docments():
+    "show_doc's docments signature becomes a plain signature and a table of parameter, type, default and details"
+    from nbdev.showdoc import show_doc
+
+    def f(a: int,  # the count, $n$
+          b=(1, 2),  # a pair | with a bar
+          *args,
+          c: str = 'x#y',  # a string with a hash
+          **kw) -> float:  # the result
+        "Doc."
+    md = build_docs._clean_markdown_output(show_doc(f)._repr_markdown_())
+    sig = re.search(r'```python\n(.*?)\n```', md, flags=re.DOTALL).group(1)
+    assert '#' not in sig.replace("'x#y'", '') and sig.startswith('def f(') and '->float:' in sig
+    rows = [l for l in md.splitlines() if l.startswith('| ')]
+    assert rows[0] == '|  | **Type** | **Default** | **Details** |' and rows[1] == '| -- | -- | -- | -- |'
+    assert '| `a` | `int` |  | the count, $n$ |' in rows
+    assert '| `b` | `tuple` | `(1, 2)` | a pair \\| with a bar |' in rows
+    assert "| `c` | `str` | `'x#y'` | a string with a hash |" in rows
+    assert rows[-1] == '| **Returns** | `float` |  | the result |'
+
+    def g(x, y):
+        "No docments: left as show_doc renders it."
+    md = show_doc(g)._repr_markdown_()
+    assert build_docs._parameter_table(md) == md
+
+    def h(x,  # only a comment
+          y):
+        "No types, no defaults: no empty columns."
+    rows = [l for l in build_docs._clean_markdown_output(show_doc(h)._repr_markdown_()).splitlines() if l.startswith('| ')]
+    assert rows == ['|  | **Details** |', '| -- | -- |', '| `x` | only a comment |', '| `y` |  |']
 
 
 # ----------------------------------------------------------------------------------------------------------------

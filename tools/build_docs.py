@@ -9,6 +9,8 @@ Steps:
 2. Post-process the processed notebooks for docutils/MyST (front matter -> title cell, Quarto cell options ->
    myst-nb tags, `#|` lines stripped, show_doc markdown cleaned) into `_proc/_build/src/`, named as nbdev names
    pages (`00_core.ipynb` -> `core.html`), with a toctree in the paper's order (index, then numeric prefix).
+   show_doc's docments signatures (fastcore 1.12 writes the comments inline) become a plain signature and a
+   table of parameter, type, default and details, as nbdev's sites show them.
 3. `sphinx-build` with myst-nb, sphinx-book-theme and sphinx-mathjax-offline (MathJax 3 copied into the site).
 4. Post-process the HTML: links to the site's own doc_host become relative, and any `<script src>` or
    `<link href>` that points outside the site fails the build.
@@ -59,7 +61,9 @@ html_theme_options = {{
     "navbar_persistent": [],  # no second search button in a top bar: the sidebar has one
     "extra_footer": "",
 }}
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]  # tools/docs_static/custom.css: code and tables wrap to the window
+html_js_files = ["fit-math.js"]  # tools/docs_static/fit-math.js: wide display equations shrink to fit
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
@@ -136,7 +140,73 @@ def _clean_markdown_output(text):
     # empty lines nbdev leaves inside the signature block
     text = re.sub(r'```python\n\s*\n', '```python\n', text)
     text = re.sub(r'(?:\n[ \t]*)+\n```(?=\n|$)', '\n```', text)
-    return text
+    text = re.sub(r'(\bdef [\w.]+)\(\n\s*\n\)', r'\1()', text)  # no parameters: `def f()`, not an empty line
+    return _parameter_table(text)
+
+
+def _top_level(s, seps):
+    "Positions in `s` of the characters in `seps` that stand outside brackets and quotes"
+    out, depth, quote = [], 0, None
+    for i, ch in enumerate(s):
+        if quote:
+            if ch == quote and s[i - 1] != '\\': quote = None
+        elif ch in '\'"': quote = ch
+        elif ch in '([{': depth += 1
+        elif ch in ')]}': depth -= 1
+        elif depth == 0 and ch in seps: out.append(i)
+    return out
+
+
+def _split_comment(line):
+    "(code, comment) of one signature line; the comment is what follows the first ` # ` outside brackets and quotes"
+    for i in _top_level(line, '#'):
+        if line[i - 1:i] == ' ': return line[:i].rstrip(), line[i + 1:].strip()
+    return line.rstrip(), ''
+
+
+def _cell(s):
+    return s.replace('|', '\\|').strip()
+
+
+def _parameter_table(text):
+    """A show_doc signature with docments (`x:int=3, # the input`) becomes a plain signature and, after the
+    docstring, a table of parameter, type, default and details, as nbdev's show_doc renders them on its sites"""
+    m = re.search(r'```python\n(.*?)\n```', text, flags=re.DOTALL)
+    if not m: return text
+    lines = m.group(1).strip('\n').split('\n')
+    head = re.match(r'^((?:async )?def [\w.]+\()$', lines[0])
+    close = next((k for k, l in enumerate(lines) if l.startswith(')')), None)
+    if not head or close is None: return text
+    rows, sig = [], []
+    for line in lines[1:close]:
+        code, comment = _split_comment(line.strip())
+        cuts = [-1] + _top_level(code, ',') + [len(code)]
+        params = [p for p in (code[a + 1:b].strip() for a, b in zip(cuts, cuts[1:])) if p]
+        for k, p in enumerate(params):
+            c = _top_level(p, ':='); eq = _top_level(p, '=')
+            name = p[:c[0]] if c else p
+            anno = p[c[0] + 1:eq[0] if eq else len(p)] if c and p[c[0]] == ':' else ''
+            default = p[eq[0] + 1:] if eq else ''
+            if 'VAR_' in anno: name, anno = ('**' if 'KEYWORD' in anno else '*') + name, ''
+            if anno == 'NoneType' and default == 'None': anno = ''  # fastcore's type of a None default says nothing
+            rows.append((name, anno, default, comment if k == len(params) - 1 else ''))
+            sig.append((name + (':' + anno if anno else '') + ('=' + default if default else '')))
+    ret = re.match(r'^\)\s*(?:->\s*(.*?))?\s*:?\s*(?:#\s*(.*))?$', lines[close])
+    if not ret: return text
+    ret_anno, ret_doc = (ret.group(1) or '').strip(), (ret.group(2) or '').strip()
+    ret_code = ')' + (f'->{ret_anno}' if ret_anno else '') + ':'
+    if not any(r[3] for r in rows) and not ret_doc: return text
+    signature = head.group(1) + ('\n    ' + ',\n    '.join(sig) + '\n' if sig else '') + ret_code
+    if ret_doc or (ret_anno and ret_anno != 'None'): rows.append(('**Returns**', ret_anno, '', ret_doc))
+    code = lambda v: f'`{_cell(v)}`' if v else ''
+    cols = [('**Type**', 1), ('**Default**', 2)]
+    cols = [(h, k) for h, k in cols if any(r[k] for r in rows)]  # no column that would stay empty
+    table = ['|  | ' + ' | '.join(h for h, _ in cols + [('**Details**', 3)]) + ' |',
+             '| -- |' + ' -- |' * (len(cols) + 1)]
+    table += ['| ' + ' | '.join([n if n.startswith('**') else f'`{n}`'] + [code(r[k]) for _, k in cols] + [_cell(r[3])])
+              + ' |' for r in rows for n in [r[0]]]
+    text = text[:m.start()] + f'```python\n{signature}\n```' + text[m.end():]
+    return text.rstrip() + '\n\n' + '\n'.join(table) + '\n'
 
 
 def _asis_markdown(outputs):
@@ -282,6 +352,10 @@ def stage(cfg, proc, src):
         with open(src / 'index.md', 'a', encoding='utf-8') as f: f.write('\n\n' + _toctree(others) + '\n')
     else:  # no index notebook yet: a minimal landing page
         (src / 'index.md').write_text(f'# {cfg.title}\n\n> {cfg.description}\n\n{_toctree(others)}\n', encoding='utf-8')
+    static = src / '_static'
+    static.mkdir(exist_ok=True)
+    for f in (Path(__file__).resolve().parent / 'docs_static').iterdir():
+        shutil.copy2(f, static / f.name)
     (src / 'conf.py').write_text(CONF_TEMPLATE.format(
         project=cfg.title, author=cfg.author, copyright=cfg.copyright, version=cfg.version), encoding='utf-8')
     order = ['index'] + others

@@ -1,0 +1,171 @@
+"""Benchmark of the kernel-statistics layer: issue 10's goals, all measured in one process, side by side.
+
+Run from the repository root:
+
+    python benchmarks/bench_stats.py            # AWA2 scale, without the full joint run (a few minutes on 2 cores)
+    python benchmarks/bench_stats.py --full     # ... and the full AWA2-scale joint run, ARD included (~10 minutes)
+    python benchmarks/bench_stats.py --quick    # small sizes (about a minute)
+
+What it reports (medians of repeats; ratios against references timed in the same run, so they are meaningful on a
+shared machine where the absolute times are not):
+
+* this machine's dgemm rate, and the float64 floor of one target step, (2NN'R + NN'^2) / dgemm;
+* one target step, `combine(f, G, joint=False, n_iter=1, ard=False)`, as a fraction of that floor;
+* scikit-learn's Nystroem(N') + Ridge fit and predict on the same features, as a ratio to that step;
+* 20 target-only iterations (`joint=False`) against 1;
+* `tune` over the default 27-point grid (target-only) against one 20-iteration `combine`;
+* one exact NPC step at N = 1,000 against the literal dense reading (C(2S - S^2)C and a full eigh);
+* the peak memory (tracemalloc) of a target-only step at N = 200,000, R = 30;
+* with --full: the full AWA2-scale joint run (80 predictors, 20 iterations, ARD included) against its floor.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_kernels import bench_dgemm, machine_info, median_time, peak_memory, print_table  # noqa: E402
+from bench_npc import joint_problem  # noqa: E402
+
+from predictability import combine  # noqa: E402
+from predictability.core import centering_matrix, normalize, orient  # noqa: E402
+from predictability.kernels import gaussian_kernel, kernel_features  # noqa: E402
+from predictability.npc_exact import npc_exact_step  # noqa: E402
+from predictability.tune import tune  # noqa: E402
+
+AWA2 = dict(N=37_322, P=80, n_basis=300, n_iter=20)
+
+
+def step_floor_flops(N: int, n_basis: int, R: int) -> float:
+    "The float64 floor of one target step: the distance GEMM 2NN'R and the syrk of K^T K, NN'^2."
+    return 2.0 * N * n_basis * R + float(N) * n_basis ** 2
+
+
+def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:
+    f, G = H[:, 0], H[:, 1:]
+    one = lambda: combine(f, G, joint=False, n_iter=1, ard=False, n_basis=n_basis, progress=False)
+    twenty = lambda: combine(f, G, joint=False, n_iter=20, ard=False, n_basis=n_basis, progress=False)
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import Ridge
+    X = kernel_features(G)                      # the same kernel: exp(-||x - y||^2) = rbf with gamma = 1
+
+    def sk():
+        Z = Nystroem(kernel="rbf", gamma=1.0, n_components=n_basis, random_state=0).fit_transform(X)
+        return Ridge(alpha=0.1).fit(Z, f).predict(Z)
+    one(); twenty(); sk()                        # compile and warm up
+    t1, t20, tsk = [], [], []
+    for _ in range(repeat):                      # interleaved, so that load changes hit all three alike
+        for fn, ts in ((one, t1), (twenty, t20), (sk, tsk)):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return dict(step_s=float(np.median(t1)), iter20_s=float(np.median(t20)), sklearn_s=float(np.median(tsk)))
+
+
+def bench_tune(H, n_basis: int, repeat: int) -> dict:
+    f, G = H[:, 0], H[:, 1:]
+    idx = np.arange(0, len(f), 97)
+    labels = f[idx]
+    run_c = lambda: combine(f, G, joint=False, n_iter=20, ard=False, n_basis=n_basis, progress=False)
+    run_t = lambda: tune(f, G, labels, idx, joint=False, ard=False, n_basis=n_basis, progress=False)
+    tc = median_time(run_c, repeat, warmup=0)
+    tt = median_time(run_t, max(1, repeat // 2), warmup=0)
+    return dict(combine_s=tc, tune_s=tt, grid_points=27)
+
+
+def exact_step_literal(fbar, K, noise, lam):
+    "The literal dense reading: S = K(K + s^2 I)^{-1}, C(2S - S^2)C, a full eigh."
+    n = len(fbar)
+    S = K @ np.linalg.inv(K + noise * np.eye(n))
+    C = centering_matrix(n)
+    A = np.outer(fbar, fbar) + lam * (C @ (2 * S - S @ S) @ C)
+    _, V = np.linalg.eigh(A)
+    return orient(V[:, -1], fbar)
+
+
+def bench_exact(N: int, repeat: int) -> dict:
+    H = joint_problem(N, 6)
+    fbar = normalize(H[:, 0])
+    X = kernel_features(H[:, 1:])
+    K = gaussian_kernel(X, X)
+    fast = median_time(lambda: npc_exact_step(fbar, K, 0.1, 1.0), repeat)
+    lit = median_time(lambda: exact_step_literal(fbar, K, 0.1, 1.0), max(1, repeat // 2))
+    diff = float(np.abs(npc_exact_step(fbar, K, 0.1, 1.0) - exact_step_literal(fbar, K, 0.1, 1.0)).max())
+    return dict(N=N, fast_s=fast, literal_s=lit, max_abs_diff=diff)
+
+
+def bench_memory(N: int, R: int) -> dict:
+    H = joint_problem(N, R + 1)
+    f, G = H[:, 0], H[:, 1:]
+    combine(f[:2000], G[:2000], joint=False, n_iter=1, ard=False, progress=False)
+    peak, rss = peak_memory(lambda: combine(f, G, joint=False, n_iter=1, ard=False, progress=False))
+    return dict(N=N, R=R, peak_mb=peak / 2**20, rss_growth_mb=rss / 2**20, inputs_mb=H.nbytes / 2**20)
+
+
+def bench_full(H, n_basis: int, n_iter: int) -> dict:
+    t0 = time.perf_counter()
+    res = combine(H[:, 0], H[:, 1:], n_iter=n_iter, n_basis=n_basis, joint=True, ard=True, progress=True)
+    total = time.perf_counter() - t0
+    assert np.isfinite(res.prediction).all()
+    return dict(total_s=total)
+
+
+def report(quick: bool, full: bool, repeat: int) -> dict:
+    info = machine_info()
+    print("machine: " + ", ".join(f"{k}={v}" for k, v in info.items()))
+    size = dict(N=4000, P=12, n_basis=100, n_iter=5) if quick else AWA2
+    N, P, nb = size["N"], size["P"], size["n_basis"]
+    H = joint_problem(N, P)
+    dg = bench_dgemm(1000 if quick else 2000, repeat)
+    gemm = dg["threads"]
+    floor_s = step_floor_flops(N, nb, P - 1) / (gemm * 1e9)
+    st = bench_step_and_sklearn(H, nb, repeat)
+    tu = bench_tune(H, nb, 1 if quick else 3)
+    ex = bench_exact(400 if quick else 1000, repeat)
+    dg_after = bench_dgemm(1000 if quick else 2000, repeat)["threads"]
+    out = dict(machine=info, dgemm=dg, dgemm_after=dg_after, floor_s=floor_s, step=st, tune=tu, exact=ex)
+    rows = [
+        ("dgemm (NumPy BLAS), before / after", f"{gemm:.1f} / {dg_after:.1f} GFLOP/s"),
+        ("floor of one target step (2NN'R + NN'^2)", f"{step_floor_flops(N, nb, P - 1) / 1e9:.2f} GFLOP, "
+                                                     f"{floor_s * 1e3:.1f} ms at dgemm"),
+        ("one target step, combine(joint=False, n_iter=1)", f"{st['step_s'] * 1e3:.1f} ms = {floor_s / st['step_s']:.0%} of the floor"),
+        ("sklearn Nystroem + Ridge, fit and predict", f"{st['sklearn_s'] * 1e3:.1f} ms = {st['sklearn_s'] / st['step_s']:.2f}x the step"),
+        ("20 target-only iterations", f"{st['iter20_s'] * 1e3:.1f} ms = {st['iter20_s'] / st['step_s']:.2f}x one iteration"),
+        ("tune, 27-point grid, 20 iterations, target-only", f"{tu['tune_s']:.2f} s = {tu['tune_s'] / tu['combine_s']:.2f}x one combine ({tu['combine_s']:.2f} s)"),
+        (f"exact NPC step, N={ex['N']}", f"{ex['fast_s'] * 1e3:.0f} ms; literal dense reading {ex['literal_s'] * 1e3:.0f} ms "
+                                         f"({ex['literal_s'] / ex['fast_s']:.1f}x); max diff {ex['max_abs_diff']:.1e}"),
+    ]
+    print_table(rows, f"N={N}, R={P - 1}, N'={nb}")
+    mem = bench_memory(20_000 if quick else 200_000, 30)
+    out["memory"] = mem
+    print_table([(k, f"{v:.1f}" if isinstance(v, float) else str(v)) for k, v in mem.items()],
+                "peak memory of a target-only step (MB: tracemalloc peak, growth of max RSS)")
+    if full:
+        fl = bench_full(H, nb, size["n_iter"])
+        steps = size["n_iter"] * P
+        floor_full = steps * step_floor_flops(N, nb, P - 1) / (gemm * 1e9)
+        out["full"] = dict(fl, floor_s=floor_full)
+        print_table([
+            ("full joint run, ARD included", f"{fl['total_s']:.1f} s"),
+            ("its floor", f"{steps * step_floor_flops(N, nb, P - 1) / 1e12:.2f} TFLOP, {floor_full:.1f} s at dgemm"),
+            ("ratio to the floor", f"{fl['total_s'] / floor_full:.2f}x"),
+        ], f"joint run: N={N}, {P} predictors, N'={nb}, {size['n_iter']} iterations")
+    print(f"load average (1 min) at the end: {machine_info().get('loadavg_1min')}")
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes")
+    p.add_argument("--full", action="store_true", help="also the full AWA2-scale joint run")
+    p.add_argument("--repeat", type=int, default=5, help="timed repeats per measurement (median)")
+    a = p.parse_args(argv)
+    report(a.quick, a.full, a.repeat)
+
+
+if __name__ == "__main__":
+    main()
