@@ -7,7 +7,7 @@ __all__ = ['NOISE_BOUNDS', 'WIDTH_BOUNDS', 'WIDTH_GRID', 'CASE_GRID', 'NystromEv
            'RelevanceTest', 'relevance_test', 'stopping_iteration', 'LabelFreeChoice', 'choose', 'make_cases',
            'measure_case', 'run_cases']
 
-# %% ../nbs/07a_labelfree.ipynb #a6440168
+# %% ../nbs/07a_labelfree.ipynb #0edf90d7
 import itertools
 import time
 import warnings
@@ -22,7 +22,7 @@ from .kernels import gaussian_kernel
 from .kstats import KernelStats, kernel_stats
 from .nystrom import npc_iterate
 
-# %% ../nbs/07a_labelfree.ipynb #7816d47a
+# %% ../nbs/07a_labelfree.ipynb #e54629d7
 NOISE_BOUNDS = (1e-2, 1e4)      # sigma^2: below 1e-2 the Nystrom step's T^(1/2) loses digits (see the text)
 WIDTH_BOUNDS = (0.125, 32.0)    # sigma_k^2 on the scale of `kernel_features`: the ends of the grid
 WIDTH_GRID = (0.125, 0.5, 2.0, 8.0, 32.0)
@@ -115,7 +115,7 @@ def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`k
     floor = max(NOISE_BOUNDS[0], -100.0 * float(d.min()))   # round-off makes S indefinite by about |min eig|
     return NystromEvidence(np.maximum(d, 0.0), U, c, (Y * Y).sum(0), stats.n, stats, F, floor, deriv)
 
-# %% ../nbs/07a_labelfree.ipynb #bdfa4a62
+# %% ../nbs/07a_labelfree.ipynb #686d5901
 @dataclass(eq=False)
 class GPFit:
     "Type-II maximum likelihood of $\\sigma^2$ and $\\sigma_k^2$ for one target (made by `fit_gp`)."
@@ -175,7 +175,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
     (ln, E), ev = profiled(lw)
     return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, len(cache), ev)
 
-# %% ../nbs/07a_labelfree.ipynb #9d596575
+# %% ../nbs/07a_labelfree.ipynb #850b931a
 @dataclass
 class RelevanceTest:
     "The permutation test of `relevance_test`: is the target more predictable from its references than by chance?"
@@ -203,7 +203,7 @@ def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the targe
     null = np.array([lr(perm, j) for j in range(n_perm)])
     return RelevanceTest(float(stat), null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 
-# %% ../nbs/07a_labelfree.ipynb #d96d8d2a
+# %% ../nbs/07a_labelfree.ipynb #9600db2e
 def stopping_iteration(history: np.ndarray,        # (T + 1, N) unit-norm iterates, history[0] the input
                        evidence: NystromEvidence,  # of the input, at the chosen width
                        noise: float,               # the chosen sigma^2
@@ -216,7 +216,7 @@ def stopping_iteration(history: np.ndarray,        # (T + 1, N) unit-norm iterat
     cos = history @ b / np.maximum(np.linalg.norm(history, axis=1), np.finfo(float).tiny)
     return int(np.argmax(cos))
 
-# %% ../nbs/07a_labelfree.ipynb #f6c555de
+# %% ../nbs/07a_labelfree.ipynb #eab41bfd
 @dataclass
 class LabelFreeChoice:
     "What the label-free rules chose for one column (see `choose`), and why."
@@ -263,7 +263,7 @@ def choose(fbar,                  # (N,) unit-norm, centred column
         why += f"; stopped at iteration {t}, the closest to the GP mean plus {kappa:g} of its residual"
     return LabelFreeChoice(fit.noise, fit.kernel_scale, t, test.p_value, test.statistic, why)
 
-# %% ../nbs/07a_labelfree.ipynb #7c1a95ab
+# %% ../nbs/07a_labelfree.ipynb #be867075
 def make_cases(seed: int,     # the cases' random seed
                n: int = 500,  # points per case
               ) -> dict:
