@@ -24,6 +24,7 @@ from .core import (NormStats, as_predictors, check_bool, check_int, check_random
                                  normalize)
 from .kernels import gaussian_kernel, kernel_features
 from .kstats import kernel_stats
+from .labelfree import choose
 from .lpc import check_collinear, lpc_step
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
@@ -102,29 +103,55 @@ def _fixed_loop(step):
 def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, device):
     """The update `step(p, Hbar, first=False)` of one method (`first`: `Hbar` is the input, whose kernel statistics
     `reuse_kernel_stats` may share), and `fixed(p, H0, n_iter)`: the (n_iter + 1, N) history of column `p` iterated
-    against the other columns held at their input values `H0`."""
+    against the other columns held at their input values `H0`. `noise` and `kernel_scale` hold one value per column."""
     if method == "opc":
         step = lambda p, Hb, first=False: opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=lam,
-                                                   sigma2=kernel_scale)
+                                                   sigma2=kernel_scale[p])
         return step, _fixed_loop(step)
     if method == "lpc":
         step = lambda p, Hb, first=False: lpc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=lam)
         return step, _fixed_loop(step)
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
-        return kernel_features(Hb[:, o], weights[p, o], kernel_scale)      # (e:anisotropickernel)
+        return kernel_features(Hb[:, o], weights[p, o], kernel_scale[p])   # (e:anisotropickernel)
     if method == "npc-exact":
         def exact(p, Hb, first=False):
             X = features(p, Hb)
-            return npc_exact_step(Hb[:, p], gaussian_kernel(X, X), noise, lam)
+            return npc_exact_step(Hb[:, p], gaussian_kernel(X, X), noise[p], lam)
         return exact, _fixed_loop(exact)
     def step(p, Hb, first=False):
         st = _kernel_stats(features(p, Hb), basis, Hb[:, p], device, share=first)
-        return npc_update(Hb[:, p], st, noise=noise, lam=lam, kf=st.kf)
+        return npc_update(Hb[:, p], st, noise=noise[p], lam=lam, kf=st.kf)
     def fixed(p, H0, n_iter):         # statistics once, then the whole run in the span of [f0, C K_GB]
         st = _kernel_stats(features(p, H0), basis, H0[:, p], device, share=True)
-        return npc_iterate(H0[:, p], st, n_iter, noise=noise, lam=lam)
+        return npc_iterate(H0[:, p], st, n_iter, noise=noise[p], lam=lam)
     return step, fixed
+
+def _auto_or(x, name, check):
+    "'auto', or the value validated by `check`."
+    if isinstance(x, str):
+        if x != "auto":
+            raise ValueError(f"`{name}` must be 'auto' or a number; got {x!r}.")
+        return x
+    return check(x, name)
+
+_FIXED = dict(noise=0.1, kernel_scale=1.0, n_iter=20)   # what "auto" means for LPC and OPC (no GP evidence there)
+
+def _choices(Hbar, h, cols, weights, idx, *, noise, kernel_scale, n_iter, lam, rng, device):
+    """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
+    all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
+    target's own noise cannot make a clean reference look worth denoising."""
+    out = []
+    for p in cols:
+        o = _others(p, Hbar.shape[1])
+        if p >= h and Hbar.shape[1] - h >= 2:
+            o = o[o >= h]
+        w = weights[p, o] if weights[p, o].sum() > 0 else None
+        X1 = kernel_features(Hbar[:, o], w, 1.0)
+        out.append(choose(Hbar[:, p], X1, idx, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
+                          random_state=rng, device=device))
+    return out
+
 
 # %% ../nbs/07_combine.ipynb #b3a9da0a
 def _check_inputs(target, references, method, n_basis):
@@ -259,7 +286,9 @@ class CombineResult:
     prediction: np.ndarray          # the improved target: same shape, mean and std as `target`
     history: np.ndarray             # (n_iter + 1, *target.shape); history[0] is the input
     relevance: np.ndarray | None    # ARD weights of the target's references (see `combine`), or None
-    params: dict = field(default_factory=dict)  # the settings used
+    params: dict = field(default_factory=dict)  # the settings used (per target column when they differ)
+    choices: list = field(default_factory=list)  # one `LabelFreeChoice` per column chosen without labels, else empty
+    unchanged: bool = False                      # True when no target column was changed (the references carry nothing)
 
     def __repr__(self):
         rel = None if self.relevance is None else self.relevance.shape
@@ -287,16 +316,16 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             references, # the reference predictors (N, R), or None for an (N, H) target (columns as each other's)
             *,
             method: str = "npc", # "npc" (Nystrom, default), "npc-exact", "lpc" or "opc"
-            n_iter: int = 20, # iterations of Algorithm 1
+            n_iter="auto", # iterations of Algorithm 1: "auto" (the stopping rule, per column) or a number
             n_basis: int = 300, # Nystrom basis size N' (npc)
             joint: bool = True, # denoise the references too (Algorithm 1); False keeps every other column fixed
             ard=True, # ARD relevance weights (GP methods): True, False, or a (P, P) matrix from `fit_ard_joint`
             lam: float = 1.0, # lambda_J, the weight of predictability (lambda_O for OPC)
-            noise: float = 0.1, # GP noise sigma^2
-            kernel_scale: float = 1.0, # kernel width sigma_k^2 (sigma_O^2 for OPC)
+            noise="auto", # GP noise sigma^2: "auto" (maximum likelihood, per column) or a number
+            kernel_scale="auto", # kernel width sigma_k^2 (sigma_O^2 for OPC): "auto" (maximum likelihood) or a number
             basis: str = "even", # Nystrom basis rows: "even" (deterministic) or "random" (drawn with `random_state`)
             device: str = "cpu", # where npc's kernel sums run: "cpu" or "cuda"
-            random_state=None, # seed or numpy Generator for basis="random"
+            random_state=None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
             progress=None, # tqdm bar over the iterations: True, False, or None (only for long runs)
            ) -> CombineResult:
     """Improve `target` (N,) or (N, H) using `references` (N, R), without labels.
@@ -308,15 +337,19 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     `fit_ard_joint(np.c_[target, references])`. pandas inputs are aligned on their index, and the outputs carry
     the target's labels (see "pandas in, pandas out").
 
+    Defaults choose without labels (see "Choosing without labels"): `res.choices` says what was chosen for each
+    column and why, and `res.unchanged` is True (with a warning) when the references carry nothing.
+
     `relevance` is, for a 1-D target, the (R,) weights of the references; for an (N, H) target, an (H, H + R)
     array whose row h weighs [target columns, references] for column h (zero on the diagonal)."""
-    n_iter = check_int(n_iter, "n_iter")
+    n_iter = _auto_or(n_iter, "n_iter", check_int)
     n_basis = check_int(n_basis, "n_basis", low=1)
     joint = check_bool(joint, "joint")
     lam = check_scalar(lam, "lam")
-    noise = check_scalar(noise, "noise", strict=True)
-    kernel_scale = check_scalar(kernel_scale, "kernel_scale", strict=True)
+    noise = _auto_or(noise, "noise", lambda x, nm: check_scalar(x, nm, strict=True))
+    kernel_scale = _auto_or(kernel_scale, "kernel_scale", lambda x, nm: check_scalar(x, nm, strict=True))
     rng = check_random_state(random_state)
+    perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
     if progress is not None:
         progress = check_bool(progress, "progress")
     if isinstance(ard, str) or not (isinstance(ard, (bool, np.bool_)) or np.ndim(ard) == 2):
@@ -344,28 +377,46 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         weights = fit_ard_joint(np.c_[F2, Gr])                 # Algorithm 1, line 2: once, from H^0
     else:
         weights = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(weights, 0.0)
-    update = range(P) if joint else range(h)
-    step, fixed = _make_step(method, weights, lam=lam, noise=noise, kernel_scale=kernel_scale, n_basis=n_basis,
+    cols = list(range(P) if joint else range(h))
+    auto = gp and "auto" in (noise, kernel_scale, n_iter)
+    if auto:                                                   # the label-free rules, column by column
+        choices = _choices(Hbar, h, cols, weights, idx, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
+                           rng=perm_rng, device=device)
+        noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
+    else:
+        choices = []
+        nz, ks, ni = ((_FIXED[k] if v == "auto" else v) for k, v in
+                      (("noise", noise), ("kernel_scale", kernel_scale), ("n_iter", n_iter)))
+        noise_p, scale_p, iters = [nz] * len(cols), [ks] * len(cols), [int(ni)] * len(cols)
+    noise_a, scale_a = np.full(P, np.nan), np.full(P, np.nan)
+    noise_a[cols], scale_a[cols] = noise_p, scale_p
+    iters = dict(zip(cols, iters))
+    n_sweeps = max(iters[p] for p in range(h))                # references move only while a target column does
+    step, fixed = _make_step(method, weights, lam=lam, noise=noise_a, kernel_scale=scale_a, n_basis=n_basis,
                              basis=idx, device=device)
     stats = NormStats.of(F2)
     if progress is None:                                       # flops: honest to a small factor
         nb, R = len(idx), P - 1
         big = {"npc": 2 * n * nb * R + n * nb * nb, "npc-exact": 3.5 * n ** 3 + 2 * n * n * R}.get(method, 0)
         small = 12 * nb ** 3 if method == "npc" else 0         # Choleskys, whitening, top eigenpair
-        passes = 1 if (method == "npc" and not joint) else n_iter   # fixed references: statistics once
-        progress = len(update) * (passes * big + n_iter * small) > 1e11   # about 5 s at 20 GFLOP/s
+        passes = 1 if (method == "npc" and not joint) else n_sweeps   # fixed references: statistics once
+        progress = len(cols) * (passes * big + n_sweeps * small) > 1e11   # about 5 s at 20 GFLOP/s
     n_jobs = 1   # columns in threads measured 4-15x slower on a loaded 2-core machine (BLAS limiter toggling)
-    if joint:                                                  # Algorithm 1: every column from H^t
+    if joint:                                                  # Algorithm 1: every column from H^t, each for its own sweeps
         history = [F2.copy()]
-        for t in tqdm(range(int(n_iter)), desc=f"combine ({method})", disable=not progress, leave=False):
-            Hbar = joint_step(Hbar, functools.partial(step, first=t == 0), update, n_jobs)
+        for t in tqdm(range(n_sweeps), desc=f"combine ({method})", disable=not progress, leave=False):
+            Hbar = joint_step(Hbar, functools.partial(step, first=t == 0), [p for p in cols if t < iters[p]], n_jobs)
             history.append(stats.inverse(Hbar[:, :h]))
         history = np.stack(history)
     else:                                                      # each target column against the fixed input columns
-        with tqdm(total=len(update), desc=f"combine ({method})", disable=not progress, leave=False) as bar:
-            cols = _map_columns(lambda p: (fixed(p, Hbar, int(n_iter)), bar.update())[0], update, n_jobs)
-        history = np.stack([stats.inverse(Ht) for Ht in np.stack(cols, axis=-1)])
+        with tqdm(total=len(cols), desc=f"combine ({method})", disable=not progress, leave=False) as bar:
+            runs = _map_columns(lambda p: (fixed(p, Hbar, iters[p]), bar.update())[0], cols, n_jobs)
+        runs = [np.concatenate([Hp, np.repeat(Hp[-1:], n_sweeps - iters[p], axis=0)])   # frozen after its own
+                for p, Hp in zip(cols, runs)]
+        history = np.stack([stats.inverse(Ht) for Ht in np.stack(runs, axis=-1)])
         history[0] = F2
+    for p in range(h):                                         # a column stops at its own iteration, exactly
+        history[iters[p] + 1:, :, p] = history[iters[p], :, p]
     if F.ndim == 1:
         history = history[:, :, 0]
     relevance = None
@@ -373,7 +424,16 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         relevance = weights[:h, :].copy()
         if F.ndim == 1:
             relevance = relevance[0, 1:]
-    params = dict(method=method, n_iter=int(n_iter), n_basis=int(len(idx)), joint=joint, ard=use_ard, lam=lam,
-                  noise=noise, kernel_scale=kernel_scale, basis=basis, device=device)
-    res = CombineResult(history[-1].copy(), history, relevance, params)
+    one = lambda v: v[0] if F.ndim == 1 or len(set(v)) == 1 else list(v)   # a number, or one per target column
+    params = dict(method=method, n_iter=int(n_sweeps), n_basis=int(len(idx)), joint=joint, ard=use_ard, lam=lam,
+                  noise=one([float(noise_a[p]) for p in range(h)]),
+                  kernel_scale=one([float(scale_a[p]) for p in range(h)]), basis=basis, device=device)
+    if auto:
+        params["n_iter_per_column"] = one([iters[p] for p in range(h)])
+    unchanged = all(iters[p] == 0 for p in range(h))
+    if unchanged and auto and n_iter == "auto":
+        warnings.warn("the references predict the target no better than chance (permutation test of the GP evidence, "
+                      "see `res.choices`): the target is returned unchanged. Pass `n_iter` to force iterations.",
+                      stacklevel=2)
+    res = CombineResult(history[-1].copy(), history, relevance, params, choices, unchanged)
     return _wrap(res, labels, _is_pandas(target) or _is_pandas(references))
