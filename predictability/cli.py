@@ -21,13 +21,16 @@ from .fileio import (  # read_predictors & co. lived here: importable from predi
     write_predictors, write_table)
 
 # %% ../nbs/13_cli.ipynb #1a2db5c7
-def _number(option: str, *, low: float = 0.0, strict: bool = False, integer: bool = False):
+def _number(option: str, *, low: float = 0.0, strict: bool = False, integer: bool = False, auto: bool = False):
     "An argparse `type` for `option` (its name in messages): a finite number `> low` (`strict`) or `>= low`; an int when `integer`."
     def parse(s: str):
+        if auto and s.strip().lower() == "auto":
+            return "auto"                             # chosen without labels by `combine`
         try:
             v = int(s) if integer else float(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {'an integer' if integer else 'a number'}; got {s!r}.") from None
+            what = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"must be {what}{' or auto' if auto else ''}; got {s!r}.") from None
         if not (math.isfinite(v) and (v > low if strict else v >= low)):
             kind = "integer" if integer else "number"
             raise argparse.ArgumentTypeError(f"must be a finite {kind} {'>' if strict else '>='} {low:g}; got {s!r}.")
@@ -41,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see '{self.prog} --help')\n")
 
 # %% ../nbs/13_cli.ipynb #aa56af16
-COMBINE_DEFAULTS = dict(method="npc", n_iter=20, n_basis=300, lam=1.0, noise=0.1, kernel_scale=1.0, device="cpu")
+COMBINE_DEFAULTS = dict(method="npc", n_iter="auto", n_basis=300, lam=1.0, noise="auto", kernel_scale="auto", device="cpu")
 
 def _add_combine(sub):
     d = COMBINE_DEFAULTS
@@ -58,17 +61,18 @@ def _add_combine(sub):
                    help="also write the ARD relevance weights, labelled, to PATH (.csv or .parquet; GP methods with ARD)")
     c.add_argument("--method", choices=("npc", "npc-exact", "lpc", "opc"), default=d["method"],
                    help=f"combination method (default: {d['method']})")
-    c.add_argument("--n-iter", type=_number("--n-iter", integer=True), metavar="N", default=d["n_iter"],
-                   help=f"iterations, >= 0 (default: {d['n_iter']})")
+    c.add_argument("--n-iter", type=_number("--n-iter", integer=True, auto=True), metavar="N", default=d["n_iter"],
+                   help=f"iterations, >= 0, or auto: chosen without labels (default: {d['n_iter']})")
     c.add_argument("--n-basis", type=_number("--n-basis", integer=True, strict=True), metavar="N",
                    default=d["n_basis"], help=f"Nystrom basis size N' for npc, >= 1 (default: {d['n_basis']})")
     c.add_argument("--lam", type=_number("--lam"), metavar="L", default=d["lam"],
                    help=f"lambda_J, the weight of predictability, >= 0 (default: {d['lam']})")
-    c.add_argument("--noise", type=_number("--noise", strict=True), metavar="S", default=d["noise"],
-                   help=f"GP noise sigma^2, > 0 (default: {d['noise']})")
-    c.add_argument("--kernel-scale", type=_number("--kernel-scale", strict=True), metavar="K",
+    c.add_argument("--noise", type=_number("--noise", strict=True, auto=True), metavar="S", default=d["noise"],
+                   help=f"GP noise sigma^2, > 0, or auto: maximum likelihood (default: {d['noise']})")
+    c.add_argument("--kernel-scale", type=_number("--kernel-scale", strict=True, auto=True), metavar="K",
                    default=d["kernel_scale"],
-                   help=f"kernel width sigma_k^2 (sigma_O^2 for opc), > 0 (default: {d['kernel_scale']})")
+                   help=f"kernel width sigma_k^2 (sigma_O^2 for opc), > 0, or auto: maximum likelihood "
+                   f"(default: {d['kernel_scale']})")
     c.add_argument("--no-joint", action="store_true", help="keep the references fixed (no joint denoising)")
     c.add_argument("--no-ard", action="store_true", help="weigh all references equally (no ARD)")
     c.add_argument("--device", choices=("cpu", "cuda"), default=d["device"],
@@ -171,7 +175,13 @@ def _cmd_combine(args) -> int:
                   n_basis=args.n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
                   noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
     write_predictors(args.out, res.prediction, t.names, fmt, index=t.index)
-    msg = f"wrote {args.out} ({'x'.join(map(str, res.prediction.shape))}; method={args.method}, n_iter={args.n_iter})"
+    h = 1 if target.ndim == 1 else target.shape[1]
+    names = (t.names or (["target"] if h == 1 else [f"target_{j}" for j in range(h)])) + \
+        ((r.names or [f"ref_{j}" for j in range(r.values.shape[1] if r.values.ndim == 2 else 1)]) if r else [])
+    for name, c in zip(names, res.choices):            # what was chosen without labels for each column, and why
+        print(f"chosen for {name}: {c.reason}")
+    iters = res.params.get("n_iter", args.n_iter)
+    msg = f"wrote {args.out} ({'x'.join(map(str, res.prediction.shape))}; method={args.method}, n_iter={iters})"
     if rel_fmt:
         tab = relevance_table(res.relevance, t.names, None if r is None else r.names)
         write_table(args.relevance, tab, rel_fmt, index=res.relevance.ndim == 2)
