@@ -39,7 +39,7 @@ def test_module_combine_csv(files):
     out = pd.read_csv(d / "out.csv")
     assert list(out.columns) == ["score"] and out.shape == (80, 1)
     from predictability import combine
-    np.testing.assert_allclose(out["score"].to_numpy(), combine(f0, G, n_iter=2, n_basis=30, noise=0.1, kernel_scale=1.0).prediction,
+    np.testing.assert_allclose(out["score"].to_numpy(), combine(f0, G, n_iter=2, n_basis=30).prediction,   # the CLI's defaults are combine's
                                rtol=0, atol=1e-12)
 
 
@@ -93,7 +93,7 @@ def test_never_overwrites_an_input(tmp_path, files):
 def test_rows_are_never_lost_or_shifted(tmp_path, files):
     d, f0, G = files
     from predictability import combine
-    expect = combine(f0, G, n_iter=2, n_basis=30, noise=0.1, kernel_scale=1.0).prediction   # the CLI's fixed settings
+    expect = combine(f0, G, n_iter=2, n_basis=30).prediction   # the CLI's defaults are combine's ("auto")
     # Excel's UTF-8 BOM on header-less files
     (tmp_path / "t.csv").write_text("\n".join(map(repr, f0.tolist())) + "\n", encoding="utf-8-sig")
     (tmp_path / "r.csv").write_text("\n".join(",".join(map(repr, g)) for g in G.tolist()) + "\n", encoding="utf-8-sig")

@@ -95,8 +95,8 @@ def test_kernel_stats_and_npc_on_the_cuda_backend_under_simulator():
         G = rng.normal(size=(45, 3))
         t = G[:, 0] + rng.normal(size=45)
         for joint in (True, False):
-            r1 = combine(t, G, n_iter=2, n_basis=12, device="cuda", joint=joint, ard=False)
-            r2 = combine(t, G, n_iter=2, n_basis=12, joint=joint, ard=False)
+            r1 = combine(t, G, n_iter=2, n_basis=12, device="cuda", joint=joint, ard=False, noise=0.2, kernel_scale=1.0)
+            r2 = combine(t, G, n_iter=2, n_basis=12, joint=joint, ard=False, noise=0.2, kernel_scale=1.0)
             assert np.abs(r1.history - r2.history).max() < 1e-8
         print("ok")
     """)
