@@ -154,6 +154,17 @@ def _choices(Hbar, h, cols, weights, idx, *, noise, kernel_scale, n_iter, lam, r
 
 
 # %% ../nbs/07_combine.ipynb #b3a9da0a
+def _check_collinear_once(Gb):
+    "`check_collinear(Gb)`; inside `reuse_kernel_stats()` (tune's grid) only once per reference matrix."
+    store = _SHARED.get()
+    if store is None:
+        return check_collinear(Gb, "references")
+    key = hashlib.blake2b(np.ascontiguousarray(Gb).tobytes(), digest_size=20).hexdigest()
+    seen = store.setdefault("collinear_ok", set())
+    if key not in seen:
+        check_collinear(Gb, "references")        # raises for collinear references: nothing is remembered then
+        seen.add(key)
+
 def _check_inputs(target, references, method, n_basis):
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}; got {method!r}.")
@@ -176,7 +187,7 @@ def _check_inputs(target, references, method, n_basis):
     Fb = normalize(F2, "target")
     Gb = normalize(Gr, "references") if Gr.shape[1] else Gr
     if Gb.shape[1]:
-        check_collinear(Gb, "references")
+        _check_collinear_once(Gb)
     corr = np.abs(Fb.T @ Gb)
     if (corr > 1 - 1e-8).any():
         h, r = np.argwhere(corr > 1 - 1e-8)[0]

@@ -98,3 +98,12 @@ def test_imports_stand_in_cells_of_their_own():
             if imports and len(imports) < len(lines):
                 bad.append(f"{nb.relative_to(ROOT)} cell {i}: {imports[0]}")
     assert not bad, "move these imports into an import cell of their own:\n" + "\n".join(bad)
+
+
+def test_benchmark_scripts_start():
+    "The benchmarks are not run in CI, but they must at least import the package as it is now (`--help`)"
+    import sys
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        r = subprocess.run([sys.executable, str(script), "--help"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0 and "usage" in r.stdout, f"{script.name}: {r.stderr[-1500:]}"
