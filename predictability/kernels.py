@@ -335,6 +335,16 @@ def _prepare(X, B, f32):
         X, B, xx, bb = (a.astype(np.float32) for a in (X, B, xx, bb))
     return X, B, np.ascontiguousarray(B.T), xx, bb
 
+def _sum_chunks(parts):
+    "Add the per-chunk (upper triangle of M, K^T F) in chunk order, then mirror M: exactly symmetric, deterministic."
+    M, KF = parts[0]
+    for Mp, KFp in parts[1:]:
+        M += Mp
+        KF += KFp
+    M = np.triu(M)
+    M += np.triu(M, 1).T
+    return M, KF
+
 def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
     """$(K^\\top K,\\ K^\\top\\mathbf f,\\ K^\\top\\mathbf 1)$ for $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, streamed.
 
@@ -355,12 +365,7 @@ def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
     Xc, Bc, BT, xx, bb = _prepare(X, B, f32)
     direct = (not f32) and D <= _DIRECT_MAX_D
     parts = _run_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, f32, direct), chunks)
-    M, KF = parts[0]
-    for Mp, KFp in parts[1:]:
-        M += Mp
-        KF += KFp
-    M = np.triu(M)
-    M += np.triu(M, 1).T
+    M, KF = _sum_chunks(parts)
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
 

@@ -14,7 +14,7 @@ from scipy.linalg import blas as _blas
 from scipy.linalg import lapack
 
 from .core import check_scalar, one_blas_thread
-from .kernels import (_DIRECT_MAX_D, _check_block_rows, _check_pair, _check_threads, _check_values,
+from .kernels import (_DIRECT_MAX_D, _check_block_rows, _check_pair, _check_threads, _check_values, _sum_chunks,
                                     _chunks, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
                                     gram_stats_reference, kernel_matvec)
 
@@ -88,12 +88,7 @@ def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     Xc, Bc, BT, xx, bb = _prepare(X, B, False)
     direct = D <= _DIRECT_MAX_D
     parts = _run_chunks(lambda lo, hi: _dense_chunk(Xc, Bc, BT, xx, bb, F, K, lo, hi, block_rows, direct), chunks)
-    M, KF = parts[0]
-    for Mp, KFp in parts[1:]:
-        M += Mp
-        KF += KFp
-    M = np.triu(M)
-    M += np.triu(M, 1).T
+    M, KF = _sum_chunks(parts)
     return K, np.ascontiguousarray(M), np.ascontiguousarray(KF)
 
 def _rmatvec_chunk(X, B, BT, xx, bb, V, lo, hi, block_rows, direct):
