@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, optimize
-from sklearn.exceptions import ConvergenceWarning
 
 from .core import as_predictors, standardize
 
@@ -165,6 +164,7 @@ def fit_ard_joint(H, # the predictors to denoise jointly (targets and references
         results.append(r)
     failed = [p for p, r in enumerate(results) if not r.converged]
     if failed:                                   # report, do not hide: the weights are used as they are
+        from sklearn.exceptions import ConvergenceWarning   # here, not at import: scikit-learn costs 0.4 s to import
         warnings.warn(f"ARD did not converge for column(s) {failed} of `H` (L-BFGS-B stopped after max_iter="
                       f"{max_iter} iterations with a projected gradient above 1e-3); their relevance weights may be "
                       "poor. Raise `max_iter`, or pass `ard=False` to `combine`.", ConvergenceWarning, stacklevel=2)
