@@ -38,8 +38,12 @@ def _cho_noisy(K: np.ndarray, noise: float):
     return L
 
 # %% ../nbs/04_npc_exact.ipynb #4c31a293
-def gp_posterior(K: np.ndarray, f: np.ndarray, noise: float):
-    "Predictive mean and covariance of GP regression at the training points (e:gpr)."
+def gp_posterior(K: np.ndarray, # (N, N) kernel matrix $K$ on the rows of the references
+                 f: np.ndarray, # (N,) the observed target $\mathbf f$
+                 noise: float, # the GP noise variance $\sigma^2>0$
+                ) -> tuple: # the mean $\mathbf m_{\mathbf f}$ (N,) and the covariance $C_{\mathbf f}$ (N, N)
+    r"""Predictive mean and covariance of GP regression at the training points (e:gpr):
+    $\mathbf m_{\mathbf f}=K(K+\sigma^2I)^{-1}\mathbf f$, $C_{\mathbf f}=K-K(K+\sigma^2I)^{-1}K$."""
     K = np.asarray(K, dtype=np.float64); f = np.asarray(f, dtype=np.float64)
     L = _cho_noisy(K, noise)                                              # Alg. 2.1, line 2
     alpha = linalg.cho_solve(L, f)                                        # (K + s^2 I)^{-1} f
@@ -48,8 +52,10 @@ def gp_posterior(K: np.ndarray, f: np.ndarray, noise: float):
     return mean, cov
 
 # %% ../nbs/04_npc_exact.ipynb #57e03d47
-def q_prime(K: np.ndarray, noise: float) -> np.ndarray:
-    "Dense $Q' = C_N(2S - S^2)C_N = C_N - \\sigma^4(C_NR)(C_NR)^\\top$, $R=(K+\\sigma^2I)^{-1}$ (e:qprime). About $2N^3$ flops."
+def q_prime(K: np.ndarray, # (N, N) kernel matrix $K$ on the rows of the references
+            noise: float, # the GP noise variance $\sigma^2>0$
+           ) -> np.ndarray: # (N, N) symmetric positive semi-definite $Q'$
+    r"Dense $Q' = C_N(2S - S^2)C_N = C_N - \sigma^4(C_NR)(C_NR)^\top$, $R=(K+\sigma^2I)^{-1}$ (e:qprime). About $2N^3$ flops."
     K = np.asarray(K, dtype=np.float64)
     n = K.shape[0]
     with one_blas_thread():
@@ -65,16 +71,23 @@ def q_prime(K: np.ndarray, noise: float) -> np.ndarray:
     Q -= 1.0 / n                                            # + C_N   (e:qprime)
     return Q
 
-def nonlinear_predictability(f: np.ndarray, K: np.ndarray, noise: float) -> float:
-    "GP predictability $\\mathcal P_N = 1 - \\lVert \\mathbf c - \\mathbf m_{\\mathbf c}\\rVert^2/\\lVert\\mathbf c\\rVert^2$, $\\mathbf c = C_N\\mathbf f$ (e:nonlinearpred)."
+def nonlinear_predictability(f: np.ndarray, # (N,) the predictor $\mathbf f$ (any shift and scale)
+                             K: np.ndarray, # (N, N) kernel matrix $K$ on the rows of the references
+                             noise: float, # the GP noise variance $\sigma^2>0$
+                            ) -> float: # $\mathcal P_N\in[0,1)$
+    r"GP predictability $\mathcal P_N = 1 - \lVert \mathbf c - \mathbf m_{\mathbf c}\rVert^2/\lVert\mathbf c\rVert^2$, $\mathbf c = C_N\mathbf f$ normalised (e:nonlinearpred)."
     f = as_predictors(f, "f", ndim=(1,))
     c = normalize(f, "f")
     m, _ = gp_posterior(K, c, noise)
     return float(1.0 - np.sum((c - m) ** 2))
 
 # %% ../nbs/04_npc_exact.ipynb #5f7d5929
-def npc_exact_step(fbar_t: np.ndarray, K: np.ndarray, noise: float, lam: float) -> np.ndarray:
-    "One exact NPC update: the top eigenvector of $A=\\overline{\\mathbf f}^t\\overline{\\mathbf f}^{t\\top}+\\lambda_J Q'$ (e:objectivef), oriented. About $3N^3$ flops."
+def npc_exact_step(fbar_t: np.ndarray, # (N,) the current target $\overline{\mathbf f}^t$ (normalised here)
+                   K: np.ndarray, # (N, N) kernel matrix $K$ on the rows of the references
+                   noise: float, # the GP noise variance $\sigma^2>0$
+                   lam: float, # $\lambda_J\ge0$, the weight of predictability
+                  ) -> np.ndarray: # (N,) the next target $\overline{\mathbf f}^{t+1}$: centred, unit norm
+    r"One exact NPC update: the top eigenvector of $A=\overline{\mathbf f}^t\overline{\mathbf f}^{t\top}+\lambda_J Q'$ (e:objectivef), oriented. About $3N^3$ flops."
     fbar_t = normalize(as_predictors(fbar_t, "fbar_t", ndim=(1,)), "fbar_t")
     if not lam >= 0:
         raise ValueError(f"`lam` must be >= 0; got {lam}.")
