@@ -75,7 +75,7 @@ def nonlinear_predictability(f: np.ndarray, # (N,) the predictor $\mathbf f$ (an
                              K: np.ndarray, # (N, N) kernel matrix $K$ on the rows of the references
                              noise: float, # the GP noise variance $\sigma^2>0$
                             ) -> float: # $\mathcal P_N\in[0,1)$
-    r"GP predictability $\mathcal P_N = 1 - \lVert \mathbf c - \mathbf m_{\mathbf c}\rVert^2/\lVert\mathbf c\rVert^2$, $\mathbf c = C_N\mathbf f$ normalised (e:nonlinearpred)."
+    r"GP predictability $\mathcal P_N = 1 - \lVert \mathbf c - \mathbf m_{\mathbf c}\rVert^2/\lVert\mathbf c\rVert^2$, $\mathbf c$ the normalised $C_N\mathbf f$ (e:nonlinearpred)."
     f = as_predictors(f, "f", ndim=(1,))
     c = normalize(f, "f")
     m, _ = gp_posterior(K, c, noise)
