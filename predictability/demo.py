@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .ard import fit_ard_joint
+from .core import one_blas_thread
 from . import combine
 from .tuning import kendall_tau, tune
 
@@ -314,54 +315,57 @@ def run_demo(out_dir="predictability-demo", # folder for the report's files; Non
     timings["load"] = time.perf_counter() - t
     train, val, test = split_rows(len(X), n_train, n_val, random_state)
 
-    t = time.perf_counter()
-    log(f"training {Y.shape[1]} baselines on {len(train)} genes ...")
-    F0, kept, dropped, Cs = train_baselines(X, Y, train, C=C, min_count=min_count, random_state=random_state)
-    timings["baselines"] = time.perf_counter() - t
-    tasks = [names[k] for k in kept]
-    if dropped.size:
-        log(f"dropped (fewer than {min_count} positives or negatives in training): "
-            + ", ".join(names[k] for k in dropped))
-    if len(kept) < 2:
-        raise ValueError(f"only {len(kept)} class(es) have {min_count} positives and negatives among the "
-                         f"{len(train)} training rows; combining needs at least 2. Increase `n_train`.")
-    Yk = Y[:, kept]
-    first, col = unique_columns(F0)                         # classes with identical baselines enter once
-    merged = [[tasks[j] for j in np.flatnonzero(col == u)] for u in range(len(first)) if (col == u).sum() > 1]
-    if merged:
-        log("identical baselines (same training labels), combined as one: "
-            + "; ".join(" = ".join(g) for g in merged))
-    if len(first) < 2:
-        raise ValueError("all the classes kept have identical training labels; combining needs 2 distinct baselines.")
-    Fu = F0[:, first]
-    metric = lambda pred, labels: mean_kendall(pred[:, col], labels)   # every class counts, merged or not
-
-    t = time.perf_counter()
-    W = fit_ard_joint(Fu)                                   # shared by every NPC setting, and the figure
-    timings["ard"] = time.perf_counter() - t
-
-    table = {"f0": [kendall_tau(F0[test, j], Yk[test, j]) for j in range(len(kept))]}
-    curves, val_curves, chosen = {}, {}, {}
-    for m in methods:
+    # Every matrix here is small (N = 2,417): multi-threaded BLAS only adds spinning, and on a loaded 2-core
+    # machine it made this part 10x slower; NPC's kernel sums use worker threads of their own.
+    with one_blas_thread():
         t = time.perf_counter()
-        n_set = int(np.prod([len(v) for v in grids[m].values()]))
-        log(f"tuning {_LABELS[m]}: {n_set} setting(s) x {n_iter} iterations ...")
-        kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
-        tr = tune(Fu, None, Yk[val], val, metric=metric, grid=grids[m], n_iter=n_iter, method=m,
-                  progress=progress, **kw)
-        timings[f"tune {m}"] = time.perf_counter() - t
-        pred = tr.result.prediction[:, col]
-        table[m] = [kendall_tau(pred[test, j], Yk[test, j]) for j in range(len(kept))]
-        f0_val = mean_kendall(F0[val], Yk[val])
-        chosen[m] = {"params": dict(tr.params), "n_iter": int(tr.n_iter), "val_score": float(tr.score),
-                     "val_score_f0": f0_val}
-        log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
-        t = time.perf_counter()                             # the held-out curve of the chosen setting
-        full = tr.result if tr.n_iter == n_iter else combine(Fu, None, method=m, n_iter=n_iter, progress=False,
-                                                              **kw, **tr.params)
-        curves[m] = [metric(h[test], Yk[test]) for h in full.history]
-        val_curves[m] = [metric(h[val], Yk[val]) for h in full.history]
-        timings[f"curve {m}"] = time.perf_counter() - t
+        log(f"training {Y.shape[1]} baselines on {len(train)} genes ...")
+        F0, kept, dropped, Cs = train_baselines(X, Y, train, C=C, min_count=min_count, random_state=random_state)
+        timings["baselines"] = time.perf_counter() - t
+        tasks = [names[k] for k in kept]
+        if dropped.size:
+            log(f"dropped (fewer than {min_count} positives or negatives in training): "
+                + ", ".join(names[k] for k in dropped))
+        if len(kept) < 2:
+            raise ValueError(f"only {len(kept)} class(es) have {min_count} positives and negatives among the "
+                             f"{len(train)} training rows; combining needs at least 2. Increase `n_train`.")
+        Yk = Y[:, kept]
+        first, col = unique_columns(F0)                         # classes with identical baselines enter once
+        merged = [[tasks[j] for j in np.flatnonzero(col == u)] for u in range(len(first)) if (col == u).sum() > 1]
+        if merged:
+            log("identical baselines (same training labels), combined as one: "
+                + "; ".join(" = ".join(g) for g in merged))
+        if len(first) < 2:
+            raise ValueError("all the classes kept have identical training labels; combining needs 2 distinct baselines.")
+        Fu = F0[:, first]
+        metric = lambda pred, labels: mean_kendall(pred[:, col], labels)   # every class counts, merged or not
+
+        t = time.perf_counter()
+        W = fit_ard_joint(Fu)                                   # shared by every NPC setting, and the figure
+        timings["ard"] = time.perf_counter() - t
+
+        table = {"f0": [kendall_tau(F0[test, j], Yk[test, j]) for j in range(len(kept))]}
+        curves, val_curves, chosen = {}, {}, {}
+        for m in methods:
+            t = time.perf_counter()
+            n_set = int(np.prod([len(v) for v in grids[m].values()]))
+            log(f"tuning {_LABELS[m]}: {n_set} setting(s) x {n_iter} iterations ...")
+            kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
+            tr = tune(Fu, None, Yk[val], val, metric=metric, grid=grids[m], n_iter=n_iter, method=m,
+                      progress=progress, **kw)
+            timings[f"tune {m}"] = time.perf_counter() - t
+            pred = tr.result.prediction[:, col]
+            table[m] = [kendall_tau(pred[test, j], Yk[test, j]) for j in range(len(kept))]
+            f0_val = mean_kendall(F0[val], Yk[val])
+            chosen[m] = {"params": dict(tr.params), "n_iter": int(tr.n_iter), "val_score": float(tr.score),
+                         "val_score_f0": f0_val}
+            log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
+            t = time.perf_counter()                             # the held-out curve of the chosen setting
+            full = tr.result if tr.n_iter == n_iter else combine(Fu, None, method=m, n_iter=n_iter, progress=False,
+                                                                  **kw, **tr.params)
+            curves[m] = [metric(h[test], Yk[test]) for h in full.history]
+            val_curves[m] = [metric(h[val], Yk[val]) for h in full.history]
+            timings[f"curve {m}"] = time.perf_counter() - t
 
     table = pd.DataFrame(table, index=pd.Index(tasks, name="class"))
     table.loc["mean"] = table.mean(axis=0)
