@@ -17,7 +17,76 @@ from numba import types
 from numba.extending import intrinsic
 from scipy.linalg import blas as _blas
 
-from .core import JIT_OPTIONS, jit, as_predictors, check_scalar, one_blas_thread, standardize
+from .core import JIT_OPTIONS, jit, as_predictors, check_scalar, normalize, one_blas_thread
+
+# %% ../nbs/03_kernels.ipynb #f522f507
+_SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
+
+@jit
+def _column_moments(x):
+    """One read of `x` (N, K) for the range and finiteness, two for the mean and centred norm of `x / s`.
+
+    Returns (inv, mean, norm, bad): inv = 1/s with s = max|x| per column (1 for an all-zero column), mean and
+    norm of the columns of x * inv, and bad[j] > 0 (or NaN) when column j is constant, not finite, or so small
+    (subnormal) that 1/s overflows."""
+    n, k = x.shape
+    hi = np.full(k, -np.inf)
+    lo = np.full(k, np.inf)
+    fin = np.zeros(k)
+    for i in range(n):
+        for j in range(k):
+            v = x[i, j]
+            hi[j] = max(hi[j], v)
+            lo[j] = min(lo[j], v)
+            fin[j] += v * 0.0                                   # NaN once any entry is NaN or infinite
+    inv, bad = np.empty(k), np.empty(k)
+    for j in range(k):
+        s = max(abs(hi[j]), abs(lo[j]))
+        inv[j] = 1.0 / s if s > 0 else 1.0
+        bad[j] = fin[j] + (1.0 if hi[j] - lo[j] <= 1e-12 * s else 0.0)   # core._constant_columns' test
+        bad[j] += 0.0 if inv[j] < np.inf else 1.0               # subnormal s: 1/s overflows, core.normalize divides
+    tot, part = np.zeros(k), np.empty(k)
+    for b in range(0, n, _SUM_BLOCK):
+        part[:] = 0.0
+        for i in range(b, min(n, b + _SUM_BLOCK)):
+            for j in range(k):
+                part[j] += x[i, j] * inv[j]
+        tot += part
+    mean = tot / n
+    tot[:] = 0.0
+    for b in range(0, n, _SUM_BLOCK):
+        part[:] = 0.0
+        for i in range(b, min(n, b + _SUM_BLOCK)):
+            for j in range(k):
+                d = x[i, j] * inv[j] - mean[j]
+                part[j] += d * d
+        tot += part
+    return inv, mean, np.sqrt(tot), bad
+
+@jit
+def _affine_columns(x, inv, mean, c, out):
+    "out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j], one pass."
+    n, k = x.shape
+    for i in range(n):
+        for j in range(k):
+            out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j]
+
+def _scaled_normal(x: np.ndarray, name: str, c) -> np.ndarray:
+    """`core.normalize(x, name) * c` for a float64 array `x` (N,) or (N, K), in four passes over `x` (NumPy's takes
+    about fifteen, each with a temporary). Non-finite, constant or subnormal columns go to `as_predictors` and `core.normalize`,
+    which say why (or, for subnormal data, divide where a reciprocal would overflow)."""
+    x2 = x.reshape(x.shape[0], -1)                        # a view: strided input is read in place
+    inv, mean, norm, bad = _column_moments(x2)
+    if not (bad == 0).all():
+        return normalize(as_predictors(x, name), name) * c   # raises for NaN or a constant column, as before
+    out = np.empty(x2.shape)
+    _affine_columns(x2, inv, mean, np.broadcast_to(np.asarray(c, dtype=np.float64) / norm, norm.shape).copy(), out)
+    return out.reshape(x.shape)
+
+def _normalize_fast(x: np.ndarray, name: str = "x") -> np.ndarray:
+    "$\\overline{\\mathbf x}$ (e:normalization) as `core.normalize`, to round-off, at a quarter of its memory traffic."
+    return _scaled_normal(x, name, 1.0)
+
 
 # %% ../nbs/03_kernels.ipynb #20880367
 def _check_weights(weights, R: int) -> np.ndarray:
@@ -41,12 +110,13 @@ def kernel_features(G, weights=None, kernel_scale=1.0) -> np.ndarray:
     $Z$ holds the z-scores of the columns of `G`; `weights` $\\mathbf w\\ge0$ (default $1/R$ each) are renormalised to
     sum 1 and `kernel_scale` is $\\sigma_k^2$. Then $\\exp(-\\lVert\\mathbf x_i-\\mathbf x_j\\rVert^2)$ is the anisotropic
     kernel (e:anisotropickernel) with $\\Sigma_A = \\mathrm{diag}(\\mathbf w)/\\sigma_k^2$ on z-scores."""
-    G = as_predictors(G, "G")
+    if not (isinstance(G, np.ndarray) and G.dtype == np.float64 and G.ndim in (1, 2) and G.shape[0] >= 2 and G.size):
+        G = as_predictors(G, "G")         # converts; a float64 array is used as it is (finiteness checked below)
     if G.ndim == 1:
         G = G[:, None]
     w = _check_weights(weights, G.shape[1])
     s = check_scalar(kernel_scale, "kernel_scale", strict=True)
-    return standardize(G, "G") * np.sqrt(w / s)
+    return _scaled_normal(G, "G", np.sqrt(G.shape[0] * w / s))          # sqrt(N) Gbar diag(sqrt(w / s))
 
 # %% ../nbs/03_kernels.ipynb #5a8b3a58
 def _check_features(X, name: str) -> np.ndarray:
@@ -279,7 +349,7 @@ def _run_chunks(work, chunks):
 # %% ../nbs/03_kernels.ipynb #396006a7
 def _check_block_rows(block_rows, N: int, n: int) -> int:
     if block_rows is None:
-        block_rows = min(8192, max(256, (1 << 19) // max(n, 1)))
+        block_rows = min(8192, max(256, (1 << 18) // max(n, 1)))
     elif isinstance(block_rows, (bool, np.bool_)) or not isinstance(block_rows, (int, np.integer)) or block_rows < 1:
         raise ValueError(f"`block_rows` must be a positive integer or None; got {block_rows!r}.")
     return int(min(block_rows, N))
@@ -350,7 +420,7 @@ def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
 
     `X` (N, D) and `B` (N', D) are pre-scaled features (`kernel_features`), `f` is (N,) or (N, H).
     Returns `M` (N', N') symmetric, `kf` (N',) or (N', H), `ks` (N',), all float64. $K$ is never formed:
-    rows are processed `block_rows` at a time (default: about 4 MB of $K$) by `n_threads` workers
+    rows are processed `block_rows` at a time (default: about 2 MB of $K$) by `n_threads` workers
     (default: the CPUs this process may use). `dtype=np.float32` computes the blocks in single precision."""
     X, B = _check_pair(X, B)
     f = _check_values(f, X.shape[0], "f", "`X`")
