@@ -7,6 +7,7 @@ __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats_reference', 'kernel
            'kernel_matrix']
 
 # %% ../nbs/03_kernels.ipynb #b5831859
+import contextlib
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -19,68 +20,112 @@ from scipy.linalg import blas as _blas
 
 from .core import JIT_OPTIONS, jit, as_predictors, check_scalar, normalize, one_blas_thread
 
+# %% ../nbs/03_kernels.ipynb #50810ced
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+def _check_threads(n_threads) -> int:
+    if n_threads is None:
+        return _default_threads()
+    if isinstance(n_threads, (bool, np.bool_)) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
+        raise ValueError(f"`n_threads` must be a positive integer or None; got {n_threads!r}.")
+    return int(n_threads)
+
+def _chunks(N: int, block_rows: int, n_threads: int):
+    "Contiguous row ranges, whole blocks each, one per worker."
+    n_blocks = -(-N // block_rows)
+    T = min(n_threads, n_blocks)
+    cuts = [round(t * n_blocks / T) * block_rows for t in range(T + 1)]
+    return [(lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:])]
+
+def _run_chunks(work, chunks, blas: bool = True):
+    """Run `work(lo, hi)` for every chunk, in worker threads when there are several; results in chunk order.
+    `blas`: `work` calls BLAS, which is then held at one thread (pure Numba work skips that switch)."""
+    with one_blas_thread() if blas else contextlib.nullcontext():
+        if len(chunks) == 1:
+            return [work(*chunks[0])]
+        with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
+            return list(ex.map(lambda c: work(*c), chunks))
+
 # %% ../nbs/03_kernels.ipynb #f522f507
 _SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
+_PAR_MIN = 1 << 18  # entries below which one thread does the passes (starting threads costs more)
 
 @jit
-def _column_moments(x):
-    """One read of `x` (N, K) for the range and finiteness, two for the mean and centred norm of `x / s`.
-
-    Returns (inv, mean, norm, bad): inv = 1/s with s = max|x| per column (1 for an all-zero column), mean and
-    norm of the columns of x * inv, and bad[j] > 0 (or NaN) when column j is constant, not finite, or so small
-    (subnormal) that 1/s overflows."""
-    n, k = x.shape
-    hi = np.full(k, -np.inf)
-    lo = np.full(k, np.inf)
-    fin = np.zeros(k)
-    for i in range(n):
+def _range_rows(x, lo, hi):
+    "Per column over rows lo:hi: [max, min, NaN-accumulator (NaN once any entry is NaN or infinite)]."
+    k = x.shape[1]
+    out = np.empty((3, k))
+    out[0, :] = -np.inf
+    out[1, :] = np.inf
+    out[2, :] = 0.0
+    for i in range(lo, hi):
         for j in range(k):
             v = x[i, j]
-            hi[j] = max(hi[j], v)
-            lo[j] = min(lo[j], v)
-            fin[j] += v * 0.0                                   # NaN once any entry is NaN or infinite
-    inv, bad = np.empty(k), np.empty(k)
-    for j in range(k):
-        s = max(abs(hi[j]), abs(lo[j]))
-        inv[j] = 1.0 / s if s > 0 else 1.0
-        bad[j] = fin[j] + (1.0 if hi[j] - lo[j] <= 1e-12 * s else 0.0)   # core._constant_columns' test
-        bad[j] += 0.0 if inv[j] < np.inf else 1.0               # subnormal s: 1/s overflows, core.normalize divides
-    tot, part = np.zeros(k), np.empty(k)
-    for b in range(0, n, _SUM_BLOCK):
-        part[:] = 0.0
-        for i in range(b, min(n, b + _SUM_BLOCK)):
-            for j in range(k):
-                part[j] += x[i, j] * inv[j]
-        tot += part
-    mean = tot / n
-    tot[:] = 0.0
-    for b in range(0, n, _SUM_BLOCK):
-        part[:] = 0.0
-        for i in range(b, min(n, b + _SUM_BLOCK)):
-            for j in range(k):
-                d = x[i, j] * inv[j] - mean[j]
-                part[j] += d * d
-        tot += part
-    return inv, mean, np.sqrt(tot), bad
+            out[0, j] = max(out[0, j], v)
+            out[1, j] = min(out[1, j], v)
+            out[2, j] += v * 0.0
+    return out
 
 @jit
-def _affine_columns(x, inv, mean, c, out):
-    "out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j], one pass."
-    n, k = x.shape
-    for i in range(n):
+def _block_sums(x, inv, shift, square, lo, hi, out):
+    "out[b, j] = sum over the rows of block b (of `_SUM_BLOCK`, within lo:hi) of (x[i, j] * inv[j] - shift[j]) (squared)."
+    k = x.shape[1]
+    for b in range(lo // _SUM_BLOCK, (hi + _SUM_BLOCK - 1) // _SUM_BLOCK):
+        for j in range(k):
+            out[b, j] = 0.0
+        for i in range(b * _SUM_BLOCK, min(hi, (b + 1) * _SUM_BLOCK)):
+            for j in range(k):
+                d = x[i, j] * inv[j] - shift[j]
+                out[b, j] += d * d if square else d
+
+@jit
+def _affine_rows(x, inv, mean, c, out, lo, hi):
+    "out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j] for rows lo:hi, one pass."
+    k = x.shape[1]
+    for i in range(lo, hi):
         for j in range(k):
             out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j]
 
+def _row_chunks(x):
+    "Whole `_SUM_BLOCK`-row chunks, one per worker thread (one for small inputs): the sums do not depend on them."
+    return _chunks(x.shape[0], _SUM_BLOCK, _default_threads() if x.size >= _PAR_MIN else 1)
+
+def _column_moments(x):
+    """Three reads of `x` (N, K), row chunks in threads: range and finiteness; the mean of x / s; the centred norm.
+
+    Returns (inv, mean, norm, bad): inv = 1/s with s = max|x| per column (1 for an all-zero column), mean and norm
+    of the columns of x * inv, and bad[j] > 0 (or NaN) when column j is constant, not finite, or so small
+    (subnormal) that 1/s overflows. Sums are taken per block of `_SUM_BLOCK` rows, then added in block order."""
+    n, k = x.shape
+    chunks = _row_chunks(x)
+    parts = _run_chunks(lambda lo, hi: _range_rows(x, lo, hi), chunks, blas=False)
+    hi_, lo_ = np.max([p[0] for p in parts], axis=0), np.min([p[1] for p in parts], axis=0)
+    fin = np.sum([p[2] for p in parts], axis=0)
+    s = np.maximum(np.abs(hi_), np.abs(lo_))
+    with np.errstate(divide="ignore", over="ignore"):
+        inv = np.where(s > 0, 1.0 / np.where(s > 0, s, 1.0), 1.0)
+    bad = fin + (hi_ - lo_ <= 1e-12 * s) + ~(inv < np.inf)    # core._constant_columns' test; 1/s overflowing
+    sums = np.empty(((n + _SUM_BLOCK - 1) // _SUM_BLOCK, k))
+    _run_chunks(lambda lo, hi: _block_sums(x, inv, np.zeros(k), False, lo, hi, sums), chunks, blas=False)
+    mean = sums.sum(axis=0) / n
+    _run_chunks(lambda lo, hi: _block_sums(x, inv, mean, True, lo, hi, sums), chunks, blas=False)
+    return inv, mean, np.sqrt(sums.sum(axis=0)), bad
+
 def _scaled_normal(x: np.ndarray, name: str, c) -> np.ndarray:
     """`core.normalize(x, name) * c` for a float64 array `x` (N,) or (N, K), in four passes over `x` (NumPy's takes
-    about fifteen, each with a temporary). Non-finite, constant or subnormal columns go to `as_predictors` and `core.normalize`,
-    which say why (or, for subnormal data, divide where a reciprocal would overflow)."""
+    about fifteen, each with a temporary). Non-finite, constant or subnormal columns go to `as_predictors` and
+    `core.normalize`, which say why (or, for subnormal data, divide where a reciprocal would overflow)."""
     x2 = x.reshape(x.shape[0], -1)                        # a view: strided input is read in place
     inv, mean, norm, bad = _column_moments(x2)
     if not (bad == 0).all():
         return normalize(as_predictors(x, name), name) * c   # raises for NaN or a constant column, as before
     out = np.empty(x2.shape)
-    _affine_columns(x2, inv, mean, np.broadcast_to(np.asarray(c, dtype=np.float64) / norm, norm.shape).copy(), out)
+    cn = np.broadcast_to(np.asarray(c, dtype=np.float64) / norm, norm.shape).copy()
+    _run_chunks(lambda lo, hi: _affine_rows(x2, inv, mean, cn, out, lo, hi), _row_chunks(x2), blas=False)
     return out.reshape(x.shape)
 
 def _normalize_fast(x: np.ndarray, name: str = "x") -> np.ndarray:
@@ -316,35 +361,6 @@ def _gauss_rows_direct(X, BT, K):
             K[i, j] = _exp_neg(-K[i, j])
 
 _DIRECT_MAX_D = 8
-
-# %% ../nbs/03_kernels.ipynb #50810ced
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
-
-def _check_threads(n_threads) -> int:
-    if n_threads is None:
-        return _default_threads()
-    if isinstance(n_threads, (bool, np.bool_)) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
-        raise ValueError(f"`n_threads` must be a positive integer or None; got {n_threads!r}.")
-    return int(n_threads)
-
-def _chunks(N: int, block_rows: int, n_threads: int):
-    "Contiguous row ranges, whole blocks each, one per worker."
-    n_blocks = -(-N // block_rows)
-    T = min(n_threads, n_blocks)
-    cuts = [round(t * n_blocks / T) * block_rows for t in range(T + 1)]
-    return [(lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:])]
-
-def _run_chunks(work, chunks):
-    "Run `work(lo, hi)` for every chunk, in worker threads when there are several; results in chunk order."
-    with one_blas_thread():
-        if len(chunks) == 1:
-            return [work(*chunks[0])]
-        with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
-            return list(ex.map(lambda c: work(*c), chunks))
 
 # %% ../nbs/03_kernels.ipynb #396006a7
 def _check_block_rows(block_rows, N: int, n: int) -> int:
