@@ -11,7 +11,8 @@ shared machine where the absolute times are not):
 
 * this machine's dgemm rate, and the float64 floor of one target step, (2NN'R + NN'^2) / dgemm;
 * one target step, `combine(f, G, joint=False, n_iter=1, ard=False)`, as a fraction of that floor;
-* scikit-learn's Nystroem(N') + Ridge fit and predict on the same features, as a ratio to that step;
+* scikit-learn's Nystroem(N') + Ridge fit and predict on the same features, as a ratio to that step (its BLAS at
+  default threads, and at one thread);
 * 20 target-only iterations (`joint=False`) against 1;
 * `tune` over the default 27-point grid (target-only) against one 20-iteration `combine`;
 * one exact NPC step at N = 1,000 against the literal dense reading (C(2S - S^2)C and a full eigh);
@@ -78,7 +79,10 @@ def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:
     def sk():
         Z = Nystroem(kernel="rbf", gamma=1.0, n_components=n_basis, random_state=0).fit_transform(X)
         return Ridge(alpha=0.1).fit(Z, f).predict(Z)
-    fns = dict(step=one, iter20=twenty, sklearn=sk, kpass=kpass)
+    def sk1():                                   # its BLAS held at one thread: multi-threaded BLAS stalls under load
+        with one_blas_thread():
+            return sk()
+    fns = dict(step=one, iter20=twenty, sklearn=sk, sklearn1=sk1, kpass=kpass)
     for fn in fns.values():                      # compile and warm up
         fn()
     wall = {k: [] for k in fns}
@@ -173,6 +177,8 @@ def report(quick: bool, full: bool, repeat: int) -> dict:
                                                    f"{floor_cpu / st['kpass_cpu_s']:.0%} (CPU)"),
         ("sklearn Nystroem + Ridge, fit and predict", f"{ms('sklearn')} = {st['sklearn_s'] / st['step_s']:.2f}x the step "
                                                       f"(wall), {st['sklearn_cpu_s'] / st['step_cpu_s']:.2f}x (CPU)"),
+        ("  the same, BLAS at one thread", f"{ms('sklearn1')} = {st['sklearn1_s'] / st['step_s']:.2f}x the step "
+                                           f"(wall), {st['sklearn1_cpu_s'] / st['step_cpu_s']:.2f}x (CPU)"),
         ("20 target-only iterations", f"{st['iter20_s'] * 1e3:.1f} ms = {st['iter20_s'] / st['step_s']:.2f}x one iteration"),
         ("tune, 27-point grid, 20 iterations, target-only", f"{tu['tune_s']:.2f} s = {tu['tune_s'] / tu['combine_s']:.2f}x one combine ({tu['combine_s']:.2f} s)"),
         ("combine with its label-free defaults, target-only", f"{tu['label_free_s']:.2f} s = {tu['label_free_s'] / tu['combine_s']:.2f}x one fixed-setting combine"),
