@@ -122,8 +122,8 @@ class KernelStats:
     KBB: np.ndarray               # K_BB, (N', N')
     kf: np.ndarray | None         # K^T f for the `f` given to `kernel_stats`, else None
     backend: str                  # "dense", "streamed" or "cuda"
-    X: np.ndarray = field(repr=False)
-    B: np.ndarray = field(repr=False)
+    X: np.ndarray = field(repr=False)                        # (N, D) the features the statistics were formed from
+    B: np.ndarray = field(repr=False)                        # (N', D) the basis features
     K: np.ndarray | None = field(default=None, repr=False)   # K_GB when stored (dense backend)
     rtol: float = 1e-10           # truncation of the whitening (`whiten`)
     cache: dict = field(default_factory=dict, repr=False)    # small factorisations derived from the statistics
