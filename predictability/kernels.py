@@ -149,7 +149,10 @@ def _check_weights(weights, R: int) -> np.ndarray:
         raise ValueError("`weights` sums to 0; at least one reference needs a positive weight.")
     return w / total
 
-def kernel_features(G, weights=None, kernel_scale=1.0) -> np.ndarray:
+def kernel_features(G, # the references, (N, R) or (N,): array, Series or DataFrame
+                    weights=None, # relevance weights $w_r\ge0$, (R,), renormalised to sum 1 (None: $1/R$ each)
+                    kernel_scale=1.0, # the kernel width $\sigma_k^2$ (> 0)
+                   ) -> np.ndarray: # the features $X$, (N, R)
     """Pre-scaled kernel features $X = Z\\,\\mathrm{diag}(\\sqrt{\\mathbf w/\\sigma_k^2})$ of the references `G` (N, R).
 
     $Z$ holds the z-scores of the columns of `G`; `weights` $\\mathbf w\\ge0$ (default $1/R$ each) are renormalised to
@@ -178,7 +181,9 @@ def _check_pair(X, B, names=("X", "B")):
 def _sqnorms(X: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
-def gaussian_kernel(X, Y) -> np.ndarray:
+def gaussian_kernel(X, # (N, D) pre-scaled features (`kernel_features`)
+                    Y, # (M, D) features of the same map
+                   ) -> np.ndarray: # $K$, (N, M)
     "Dense $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf y_j\\rVert^2)$ of pre-scaled features (reference; $O(NN')$ memory)."
     X, Y = _check_pair(X, Y, ("X", "Y"))
     d = _sqnorms(X)[:, None] + _sqnorms(Y)[None, :] - 2.0 * (X @ Y.T)
@@ -192,14 +197,20 @@ def _check_values(v, n: int, name: str, n_name: str):
         raise ValueError(f"`{name}` has {v.shape[0]} rows but {n_name} has {n}.")
     return v
 
-def gram_stats_reference(X, B, f):
+def gram_stats_reference(X, # (N, D) pre-scaled features
+                         B, # (N', D) basis features
+                         f, # (N,) or (N, H) values
+                        ): # $(K^\top K, K^\top\mathbf f, K^\top\mathbf 1)$
     "Oracle for `gram_stats`: $(K^\\top K, K^\\top\\mathbf f, K^\\top\\mathbf 1)$ with $K$ = `gaussian_kernel(X, B)` formed whole."
     X, B = _check_pair(X, B)
     f = _check_values(f, X.shape[0], "f", "`X`")
     K = gaussian_kernel(X, B)
     return K.T @ K, K.T @ f, K.sum(axis=0)
 
-def kernel_matvec_reference(X, B, u):
+def kernel_matvec_reference(X, # (N, D) pre-scaled features
+                            B, # (N', D) basis features
+                            u, # (N',) or (N', H) coefficients
+                           ): # $K\mathbf u$, (N,) or (N, H)
     "Oracle for `kernel_matvec`: $K\\mathbf u$ with $K$ = `gaussian_kernel(X, B)` formed whole."
     X, B = _check_pair(X, B)
     u = _check_values(u, B.shape[0], "u", "`B`")
@@ -431,7 +442,14 @@ def _sum_chunks(parts):
     M += np.triu(M, 1).T
     return M, KF
 
-def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
+def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
+               B, # (N', D) basis features, rows of the same feature map
+               f, # (N,) or (N, H) values: $K^\top\mathbf f$ is formed in the same pass
+               *,
+               block_rows=None, # rows of $K$ per block (None: about 2 MB of $K$)
+               dtype=np.float64, # np.float64, or np.float32 for the blocks (sums in float64)
+               n_threads=None, # worker threads (None: the CPUs this process may use)
+              ): # $(K^\top K, K^\top\mathbf f, K^\top\mathbf 1)$, float64
     """$(K^\\top K,\\ K^\\top\\mathbf f,\\ K^\\top\\mathbf 1)$ for $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, streamed.
 
     `X` (N, D) and `B` (N', D) are pre-scaled features (`kernel_features`), `f` is (N,) or (N, H).
@@ -464,7 +482,13 @@ def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
         # Fortran view: out_b^T (H, m) = U^T K_b^T
         _blas.dgemm(1.0, U.T, Kb.T, beta=0.0, c=out[s:e].T, overwrite_c=1)
 
-def kernel_matvec(X, B, u, *, block_rows=None, n_threads=None):
+def kernel_matvec(X, # (N, D) pre-scaled features
+                  B, # (N', D) basis features
+                  u, # (N',) or (N', H) coefficients
+                  *,
+                  block_rows=None, # rows of $K$ per block (None: about 2 MB of $K$)
+                  n_threads=None, # worker threads (None: the CPUs this process may use)
+                 ): # $K\mathbf u$, (N,) or (N, H)
     """$K\\mathbf u$ for $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, streamed over row blocks.
 
     `X` (N, D), `B` (N', D) pre-scaled features, `u` (N',) or (N', H); returns (N,) or (N, H) float64.
@@ -483,7 +507,12 @@ def kernel_matvec(X, B, u, *, block_rows=None, n_threads=None):
     return out[:, 0].copy() if u.ndim == 1 else out
 
 # %% ../nbs/03_kernels.ipynb #0f2a4c73
-def kernel_matrix(X, B, *, block_rows=None, n_threads=None) -> np.ndarray:
+def kernel_matrix(X, # (N, D) pre-scaled features
+                  B, # (N', D) basis features
+                  *,
+                  block_rows=None, # rows per block of the fused pass (None: about 2 MB)
+                  n_threads=None, # worker threads (None: the CPUs this process may use)
+                 ) -> np.ndarray: # $K$, (N, N')
     """$K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$ formed whole, (N, N') float64, with the fused kernel.
 
     Same result as `gaussian_kernel(X, B)` to round-off; use it when N*N' doubles fit in memory."""
