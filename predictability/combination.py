@@ -22,7 +22,7 @@ from tqdm import tqdm
 from .ard import fit_ard_joint
 from .core import (NormStats, as_predictors, check_bool, check_int, check_random_state, check_scalar,
                                  normalize)
-from .kernels import gaussian_kernel, kernel_features
+from .kernels import _normalize_fast, gaussian_kernel, kernel_features
 from .kstats import kernel_stats
 from .labelfree import choose
 from .lpc import check_collinear, lpc_step
@@ -113,7 +113,8 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
         return step, _fixed_loop(step)
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
-        return kernel_features(Hb[:, o], weights[p, o], kernel_scale[p])   # (e:anisotropickernel)
+        cols = slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o    # a view when contiguous: no copy
+        return kernel_features(Hb[:, cols], weights[p, o], kernel_scale[p])   # (e:anisotropickernel)
     if method == "npc-exact":
         def exact(p, Hb, first=False):
             X = features(p, Hb)
@@ -184,8 +185,8 @@ def _check_inputs(target, references, method, n_basis):
                          "they must be evaluations on the same points, row by row.")
     n = F.shape[0]
     F2 = F if F.ndim == 2 else F[:, None]
-    Fb = normalize(F2, "target")
-    Gb = normalize(Gr, "references") if Gr.shape[1] else Gr
+    Fb = _normalize_fast(F2, "target")
+    Gb = _normalize_fast(Gr, "references") if Gr.shape[1] else Gr
     if Gb.shape[1]:
         _check_collinear_once(Gb)
     corr = np.abs(Fb.T @ Gb)
