@@ -25,10 +25,10 @@ from .core import (NormStats, as_predictors, check_bool, check_int, check_random
 from .kernels import _normalize_fast, gaussian_kernel, kernel_features
 from .kstats import kernel_stats
 from .labelfree import choose
-from .lpc import check_collinear, lpc_step
+from .lpc import check_collinear, lpc_iterate, lpc_step
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
-from .opc import opc_step
+from .opc import opc_iterate, opc_step
 
 # %% ../nbs/07_combine.ipynb #b5e6fa62
 def _map_columns(fn, cols, n_jobs: int):
@@ -107,10 +107,13 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
     if method == "opc":
         step = lambda p, Hb, first=False: opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=lam,
                                                    sigma2=kernel_scale[p])
-        return step, _fixed_loop(step)
+        fixed = lambda p, H0, n_iter: opc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], n_iter, lam=lam,
+                                                  sigma2=kernel_scale[p])   # in the span of [f0, G]
+        return step, fixed
     if method == "lpc":
         step = lambda p, Hb, first=False: lpc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=lam)
-        return step, _fixed_loop(step)
+        fixed = lambda p, H0, n_iter: lpc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], n_iter, lam=lam)
+        return step, fixed
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
         cols = slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o    # a view when contiguous: no copy
