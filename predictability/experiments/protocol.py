@@ -30,16 +30,23 @@ class Split:
     train: np.ndarray
     val: np.ndarray
     test: np.ndarray
+    combine_train: bool = False   # the combination also runs on the training rows (appended after val and test)
 
     @property
     def unlabelled(self) -> np.ndarray:
-        "The rows the combination runs on: validation then test."
+        "The rows without labels for the combination: validation then test."
         return np.r_[self.val, self.test]
+
+    @property
+    def rows(self) -> np.ndarray:
+        "The rows the combination runs on: validation, test, then (with `combine_train`) the training rows."
+        return np.r_[self.val, self.test, self.train] if self.combine_train else self.unlabelled
 
 def make_split(n: int,                   # number of rows N
                n_train: int,             # rows that train the initial predictors
                n_val: int | None = None, # labelled validation rows; None: `n_train` (the paper's even split)
-               *, random_state=None      # seed or Generator for the permutation
+               *, random_state=None,     # seed or Generator for the permutation
+               combine_train: bool = False  # run the combination on the training rows too (`Split.rows`)
               ) -> Split:
     "Split `range(n)` at random into disjoint training, validation and test rows; test is the rest."
     n_val = n_train if n_val is None else n_val
@@ -50,7 +57,8 @@ def make_split(n: int,                   # number of rows N
         raise ValueError(f"`n_train` + `n_val` = {n_train + n_val} leaves no test rows out of n = {n}; "
                          "make them smaller.")
     perm = np.random.default_rng(random_state).permutation(int(n))
-    return Split(np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_val]), np.sort(perm[n_train + n_val:]))
+    return Split(np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_val]), np.sort(perm[n_train + n_val:]),
+                 bool(combine_train))
 
 # %% ../../nbs/experiments/02_protocol.ipynb #d05b2110
 @dataclass
@@ -195,12 +203,12 @@ def evaluate_split(F,                 # (N, P) initial predictors on all rows
                    split: Split,      # the rows
                    methods: list,     # `Method`s
                    *, metric="kendall", columns=None, keep_predictions: bool = False) -> SplitResult:
-    "Run each method on `split.unlabelled`, choose per target on `split.val`, score on `split.test`."
+    "Run each method on `split.rows`, choose per target on `split.val`, score on `split.test`."
     F = as_predictors(F, "F", ndim=(2,), min_points=3)
     y = np.asarray(labels, dtype=np.float64).reshape(F.shape[0], -1)
-    U = split.unlabelled
-    Fu = F[U]
-    vpos, tpos = np.arange(len(split.val)), np.arange(len(split.val), len(U))
+    Fu = F[split.rows]                                   # validation, test (and training) rows, in that order
+    vpos = np.arange(len(split.val))
+    tpos = np.arange(len(split.val), len(split.val) + len(split.test))
     f0 = Fu[None]
     res = SplitResult({}, {}, {}, {}, {})
     res.test["f0"] = score_history(f0, tpos, y[split.test], metric, columns)[0]
