@@ -16,11 +16,15 @@ from .rankers import (KernelRankSVM, _check_X, _rank_svm, _whitener, kmeans_basi
 from ..tuning import kendall_tau
 
 # %% ../../nbs/experiments/01_gl.ipynb #0ad7b0a7
-def rkhs_gram(coef, K_BB) -> np.ndarray:
+def rkhs_gram(coef,           # (N', P) dual coefficients of P predictors in one basis
+              K_BB,           # (N', N') kernel matrix of the basis, k(b_i, b_j)
+             ) -> np.ndarray:
     "Inner products $\\langle\\mathbf w_p,\\mathbf w_q\\rangle=\\mathbf a_p^\\top K\\mathbf a_q$ (P, P) of predictors with dual coefficients `coef` (N', P)."
     return coef.T @ K_BB @ coef
 
-def rkhs_sq_distances(coef, K_BB) -> np.ndarray:
+def rkhs_sq_distances(coef,   # (N', P) dual coefficients of P predictors in one basis
+                      K_BB,   # (N', N') kernel matrix of the basis
+                     ) -> np.ndarray:
     "Squared RKHS distances $\\|\\mathbf w_p-\\mathbf w_q\\|^2$ (P, P) by the kernel trick (e:kernelpdistance, squared)."
     G = rkhs_gram(coef, K_BB)
     d = np.diag(G)
@@ -40,10 +44,12 @@ def _check_coef(coef, K_BB):
         raise ValueError("`coef` and `K_BB` must be finite.")
     return coef, K_BB
 
-def unit_norm(coef, K_BB) -> np.ndarray:
+def unit_norm(coef,           # (N', P) dual coefficients of P predictors in one basis
+              K_BB,           # (N', N') kernel matrix of the basis
+             ) -> np.ndarray:
     "Scale each column of `coef` (N', P) to unit RKHS norm, $\\mathbf a/\\sqrt{\\mathbf a^\\top K\\mathbf a}$ (Kim and Chang's constraint)."
     coef, K_BB = _check_coef(coef, K_BB)
-    nrm2 = np.einsum("ip,ij,jp->p", coef, K_BB, coef)
+    nrm2 = np.sum(coef * (K_BB @ coef), axis=0)                # a_p^T K a_p, by BLAS
     if (nrm2 <= 1e-300).any():
         raise ValueError(f"predictor {int(np.argmax(nrm2 <= 1e-300))} has zero RKHS norm (a constant-zero "
                          "predictor); drop it.")
@@ -56,7 +62,8 @@ def gl_combine(coef,                    # (N', P) dual coefficients of the targe
                lam: float = 1.0,        # lambda_GL
                sigma2: float = 1.0,     # sigma_GL^2 of the weights (e:glweight)
                n_iter: int = 20,        # iterations
-               anchor: str = "initial") -> np.ndarray:  # "initial": |w - w^0|^2 as printed; "current": |w - w^t|^2
+               anchor: str = "initial",  # "initial": |w - w^0|^2 as printed; "current": |w - w^t|^2
+              ) -> np.ndarray:
     "GL (e:gladaptation) with the reweighted U (e:glweight): the target's unit-norm dual coefficients after each step, (n_iter + 1, N')."
     coef, K_BB = _check_coef(coef, K_BB)
     P = coef.shape[1]
@@ -108,15 +115,18 @@ def _best_kernel_svm(X, y, Xv, yv, grid, basis, max_pairs, seed):
             best = (r, dict(params), tau)
     return best
 
-def gl_pool(X_train, Y_train,           # labelled training inputs (N, D) and labels (N, P) of all tasks
-            X_val, Y_val,               # validation inputs and labels: C and sigma_k^2 are tuned on these
+def gl_pool(X_train,                    # labelled training inputs (N, D)
+            Y_train,                    # their labels (N, P), one column per task
+            X_val,                      # validation inputs (M, D): C and sigma_k^2 are tuned on these
+            Y_val,                      # their labels (M, P)
             *, target: int = 0,         # the column of Y that is the target
             X_unlabelled=None,          # further inputs (M, D) for the k-means basis (no labels)
             n_basis: int = 500,         # N'
             Cs=(0.1, 1.0, 10.0),        # C grid (scikit-learn's convention, see `LinearRankSVM`)
             scale_factors=(0.5, 1.0, 2.0),  # sigma_k^2 grid for the target, in multiples of the median heuristic
             max_pairs: int = 3000,      # pairs per ranker
-            random_state=None) -> GLPool:  # seed for k-means and pair sampling
+            random_state=None,          # seed for k-means and pair sampling
+           ) -> GLPool:
     "Train the target's and the references' kernel rank SVMs in one RKHS, as GL requires (supplement, Sec. s:adaptmtl2)."
     X_train = _check_X(X_train, "X_train"); X_val = _check_X(X_val, "X_val")
     Y_train = np.asarray(Y_train, dtype=np.float64); Y_val = np.asarray(Y_val, dtype=np.float64)
@@ -161,14 +171,17 @@ def _check_pool_inputs(X_train, Y_train, X_val, Y_val, X_unlabelled):
         raise ValueError("`X_train`, `X_val` and `X_unlabelled` must have the same number of features.")
     return X_train, Y_train, X_val, Y_val, np.vstack(parts)
 
-def gl_shared_pools(X_train, Y_train,        # labelled training inputs (N, D) and labels (N, P) of all tasks
-                    X_val, Y_val,            # validation inputs and labels: each C (and the width) is tuned on these
+def gl_shared_pools(X_train,                 # labelled training inputs (N, D)
+                    Y_train,                 # their labels (N, P), one column per task
+                    X_val,                   # validation inputs (M, D): each C is tuned on these
+                    Y_val,                   # their labels (M, P)
                     *, X_unlabelled=None,    # further inputs (M, D) for the k-means basis (no labels)
                     n_basis: int = 500,      # N'
                     Cs=(0.1, 1.0),           # C grid per task (scikit-learn's convention, see `LinearRankSVM`)
                     scale_factors=(1.0, 2.0),  # sigma_k^2 grid, multiples of the median heuristic: one pool each
                     max_pairs: int = 3000,   # pairs per ranker
-                    random_state=None) -> list:  # seed for k-means and pair sampling
+                    random_state=None,       # seed for k-means and pair sampling
+                   ) -> list:
     "Every task's kernel rank SVM in one RKHS per width: a list of `GLPool`s (one per width) for all targets at once."
     X_train, Y_train, X_val, Y_val, X_all = _check_pool_inputs(X_train, Y_train, X_val, Y_val, X_unlabelled)
     P = Y_train.shape[1]
@@ -200,6 +213,7 @@ def gl_shared_pools(X_train, Y_train,        # labelled training inputs (N, D) a
     return pools
 
 def best_pool(pools: list,              # `GLPool`s from `gl_shared_pools`, one per width
-              target: int) -> GLPool:   # the target's column
+              target: int,              # the target's column
+             ) -> GLPool:
     "The pool whose width gives the target's ranker the best validation tau (the first on ties)."
     return max(pools, key=lambda q: q.val_tau[target])
