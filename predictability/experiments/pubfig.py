@@ -6,8 +6,8 @@
 __all__ = ['PAPER_RANKING', 'PAPER_CLASSIFICATION', 'CLASSIFIER_CS', 'MTL_GRID', 'GL_GRID', 'RANKING_METHODS',
            'default_fit_ranker', 'ranker_predictions', 'per_class_rows', 'classifier_log_proba', 'PubFigConfig',
            'pubfig_methods', 'mtl_factory', 'gl_factory', 'ablation_methods', 'run_split', 'control_split',
-           'PubFigReport', 'run_pubfig', 'ranking_table', 'classification_table', 'summary_table', 'add_pubfig_command',
-           'relevance_with_random']
+           'PubFigReport', 'run_pubfig', 'ranking_table', 'mean_table', 'classification_table', 'summary_table',
+           'add_pubfig_command', 'relevance_with_random']
 
 # %% ../../nbs/experiments/03_pubfig.ipynb #7db17981
 import argparse
@@ -292,15 +292,37 @@ def run_pubfig(data, *, seeds: int = 10, cfg: PubFigConfig | None = None, fit_ra
                         stack("control"), np.array(acc["residual_r"]), np.array(acc.get("control_residual_r", [])))
 
 # %% ../../nbs/experiments/03_pubfig.ipynb #91765135
-def ranking_table(rep: PubFigReport, *, paper: bool = True) -> pd.DataFrame:
+def ranking_table(rep: PubFigReport, *, paper: bool = True,  # add the paper's f0 and NPC columns (PubFig's 11 attributes)
+                  std: bool = True,         # gains as "mean (std)"; False: the mean and its mark only (narrower)
+                  vs: bool = True) -> pd.DataFrame:  # the "npc vs." columns
     "The supplement's layout (f0 mean (std), gains with +/- marks, NPC vs. the others), the paper's numbers beside."
     order = ["f0", *RANKING_METHODS]                      # the paper's column order, LPC before NPC
     scores = {m: rep.ranking[m] for m in sorted(rep.ranking, key=lambda m: order.index(m) if m in order else 99)}
-    t = paper_table(scores, names=rep.attributes)
+    t = paper_table(scores, names=rep.attributes, vs="npc" if vs else None)
+    if not std:
+        for m in scores:
+            if m != "f0":
+                t[m] = t[m].str.replace(r" \(.*\)", "", regex=True)
     if paper and len(rep.attributes) == len(PAPER_RANKING["f0"]):        # PubFig's 11 attributes
         t["paper f0"] = [f"{v:.2f}" for v in PAPER_RANKING["f0"]] + [f"{np.mean(PAPER_RANKING['f0']):.2f}"]
         t["paper npc"] = [f"{v:.2f}" for v in PAPER_RANKING["npc"]] + [f"{np.mean(PAPER_RANKING['npc']):.2f}"]
     return t
+
+def mean_table(rep: PubFigReport, *, alpha: float = 0.05) -> pd.DataFrame:
+    "Per method: the mean over attributes (f0's tau, the others' gains), the attributes with a significant gain or loss, and the paper's mean."
+    f0 = rep.ranking["f0"]
+    order = ["f0", *RANKING_METHODS]
+    rows = {}
+    for m in sorted(rep.ranking, key=lambda m: order.index(m) if m in order else 99):
+        a = rep.ranking[m]
+        tests = [paired_test(a[:, j], f0[:, j]) for j in range(f0.shape[1])]
+        up = sum(p < alpha and g > 0 for g, _, p in tests); down = sum(p < alpha and g < 0 for g, _, p in tests)
+        paper = PAPER_RANKING.get(m) if len(rep.attributes) == len(PAPER_RANKING["f0"]) else None
+        rows[m] = {"measured": round(float((a if m == "f0" else a - f0).mean()), 2),
+                   "significant +": None if m == "f0" else f"{up}/{f0.shape[1]}",
+                   "significant -": None if m == "f0" else f"{down}/{f0.shape[1]}",
+                   "paper": None if paper is None else round(float(np.mean(paper)), 2)}
+    return pd.DataFrame(rows).T
 
 def classification_table(rep: PubFigReport) -> pd.DataFrame:
     "Mean accuracy (std), the gain over f0 with its paired-t p, and the paper's accuracy."
@@ -344,6 +366,8 @@ def _cmd_pubfig(args) -> int:
         print(f"PubFig ranking: Kendall tau x 100, {seeds} splits (f0: mean (std); others: gain over f0; "
               "+/-: significant at 0.05)")
         print(ranking_table(rep).to_string())
+        print("\nMean over the attributes (f0: tau; others: gain), attributes significantly up / down, the paper's mean")
+        print(mean_table(rep).to_string())
         if rep.classification:
             print("\nPubFig classification: accuracy %"); print(classification_table(rep).to_string())
         print("\nAblation and control (NPC at noise 0.1, kernel scale 1, lambda_J 10)")
