@@ -401,7 +401,7 @@ def add_pubfig_command(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-mtl", action="store_true", help="skip the MTL baseline (50 ADMM iterations per split)")
     p.add_argument("--unlabelled-only", action="store_true",
                    help="run the combinations on the validation and test images only (default: every image, the "
-                   "paper's f0 = f|X; labels are read on validation rows only either way)")
+                   "paper's f0 = f|X; no combination reads a label, and the choices read validation labels only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_pubfig)
     return p
