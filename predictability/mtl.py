@@ -43,14 +43,15 @@ def _nfsic(K: np.ndarray, L: np.ndarray, reg: float):
 @dataclass
 class FsicSetup:
     "FSIC's fixed ingredients for the P columns of a matrix: locations (J, P) and squared widths (P,)."
-    locations: np.ndarray
-    width2: np.ndarray
-    reg: float
+    locations: np.ndarray     # (J, P) test locations, J rows of H
+    width2: np.ndarray        # (P,) squared Gaussian widths, one per column (the median heuristic)
+    reg: float                # gamma, ridge on the covariance of the witness
 
 def fsic_setup(H,                       # (N, P) columns whose pairwise dependence is measured
                *, n_locations: int = 10,  # J, test locations: rows of H drawn at random
                reg: float = 1e-2,       # gamma, ridge on the covariance of the witness
-               random_state=None) -> FsicSetup:  # seed for drawing the locations
+               random_state=None,       # seed for drawing the locations
+              ) -> FsicSetup:
     "Draw the test locations (J random rows of `H`) and set the kernel widths by the median heuristic, once."
     H = as_predictors(H, "H", ndim=(2,), min_points=3)
     if int(n_locations) != n_locations or not 1 <= n_locations <= len(H):
@@ -67,7 +68,8 @@ def fsic(x,                        # (N,) values of the first variable
          y,                        # (N,) values of the second, row by row
          *, n_locations: int = 10, # J, test locations
          reg: float = 1e-2,        # gamma, ridge on the covariance of the witness
-         random_state=None) -> float:  # seed for the test locations
+         random_state=None,        # seed for the test locations
+        ) -> float:
     "Jitkrittum et al.'s normalised FSIC statistic $\\hat\\lambda_n=n\\hat u^\\top(\\hat\\Sigma+\\gamma I)^{-1}\\hat u$ (about $\\chi^2_J$ under independence)."
     x = as_predictors(x, "x", ndim=(1,), min_points=3); y = as_predictors(y, "y", ndim=(1,), min_points=3)
     if len(x) != len(y):
@@ -94,7 +96,9 @@ def _all_pairs(Kt: np.ndarray, reg: float):
     a = np.linalg.solve(A, u[..., None])[..., 0]
     return np.einsum("abj,abj->ab", u, a), u, a
 
-def phi_vector(H: np.ndarray, s: FsicSetup) -> np.ndarray:
+def phi_vector(H: np.ndarray,     # (N, P) predictor matrix
+               s: FsicSetup,      # its fixed FSIC locations and widths (`fsic_setup`)
+              ) -> np.ndarray:
     "Phi(H) above the diagonal, row by row (`np.triu_indices(P, 1)` order)."
     Kt, _ = _features(H, s)
     return _all_pairs(Kt, s.reg)[0][np.triu_indices(H.shape[1], 1)]
@@ -115,7 +119,10 @@ def _phi_and_grad(H: np.ndarray, s: FsicSetup, weights):
     grad = (2.0 / n) * np.einsum("anj,anj->an", dK, T1 - T2 + T3[:, None, :])
     return phi, grad.T
 
-def phi_vector_grad(H: np.ndarray, s: FsicSetup, r: np.ndarray) -> np.ndarray:
+def phi_vector_grad(H: np.ndarray,     # (N, P) predictor matrix
+                    s: FsicSetup,      # its fixed FSIC locations and widths (`fsic_setup`)
+                    r: np.ndarray,     # (P(P-1)/2,) weights of the pairs above the diagonal, row by row
+                   ) -> np.ndarray:
     "The gradient (N, P) of $\\sum_k r_k\\,\\phi_k(H)$ for weights `r` over the pairs above the diagonal."
     r = np.asarray(r, dtype=np.float64)
     return _phi_and_grad(H, s, lambda phi: r)[1]
@@ -124,7 +131,8 @@ def fsic_matrix(H,                        # (N, P) predictor matrix
                 *, setup: FsicSetup | None = None,  # fixed locations and widths; None: `fsic_setup(H, ...)`
                 n_locations: int = 10,   # J (when `setup` is None)
                 reg: float = 1e-2,       # gamma (when `setup` is None)
-                random_state=None) -> np.ndarray:  # seed for the locations (when `setup` is None)
+                random_state=None,       # seed for the locations (when `setup` is None)
+               ) -> np.ndarray:
     "The (P, P) FSIC dependence matrix $\\Phi(H)$: $\\hat u^\\top(\\hat\\Sigma+\\gamma I)^{-1}\\hat u$ per pair, 0 on the diagonal."
     H = as_predictors(H, "H", ndim=(2,), min_points=3)
     s = setup if setup is not None else fsic_setup(H, n_locations=n_locations, reg=reg, random_state=random_state)
@@ -139,7 +147,11 @@ def fsic_matrix(H,                        # (N, P) predictor matrix
 def _soft(t: np.ndarray, kappa: float) -> np.ndarray:
     return np.sign(t) * np.maximum(np.abs(t) - kappa, 0.0)
 
-def mtl_z_step(c: np.ndarray, lam1: float, lam2: float, rho: float) -> np.ndarray:
+def mtl_z_step(c: np.ndarray,    # the point the ADMM penalty pulls z towards (vec Phi(H) + scaled dual)
+               lam1: float,      # lambda_1, the weight of -|z|_2^2
+               lam2: float,      # lambda_2, the weight of |z|_1
+               rho: float,       # the ADMM penalty; must exceed 4 lambda_1
+              ) -> np.ndarray:
     "argmin_z -2 lam1 |z|^2 + 2 lam2 |z|_1 + (rho/2)|z - c|^2 (needs rho > 4 lam1): soft-thresholding, rescaled."
     return _soft(rho * c, 2.0 * lam2) / (rho - 4.0 * lam1)
 
@@ -166,7 +178,12 @@ def _h_step(H, H0, target, rho, s, n_steps):
             break                                            # no descent along the gradient: stationary
     return H
 
-def mtl_energy(H, H0, s: FsicSetup, lam1: float, lam2: float) -> float:
+def mtl_energy(H,                 # (N, P) current predictors
+               H0,                # (N, P) initial predictors
+               s: FsicSetup,      # fixed FSIC locations and widths
+               lam1: float,       # lambda_1
+               lam2: float,       # lambda_2
+              ) -> float:
     "(e:mtlenergy): |H - H0|_F^2 - lam1 |vec Phi(H)|_2^2 + lam2 |vec Phi(H)|_1 (Phi symmetric, zero diagonal)."
     z = phi_vector(H, s)
     return float(np.sum((H - H0) ** 2) - 2 * lam1 * z @ z + 2 * lam2 * np.abs(z).sum())
@@ -182,7 +199,8 @@ def mtl_combine(target,                  # (N,) or (N, H) target predictor
                 reg: float = 1e-2,       # FSIC's ridge gamma
                 inner_steps: int = 3,    # gradient steps per H-step
                 random_state=None,       # seed for the FSIC test locations
-                progress: bool = False) -> CombineResult:  # a tqdm bar over the iterations
+                progress: bool = False,  # a tqdm bar over the iterations
+               ) -> CombineResult:
     "Mejjati et al.'s MTL adapted to predictor combination: minimise (e:mtlenergy) by ADMM; `history` holds the target after each iteration."
     F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
     F2 = F if F.ndim == 2 else F[:, None]

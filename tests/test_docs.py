@@ -270,11 +270,15 @@ API_FIRST_PAGES = (
     'kernel_stats.html',
     'nystrom.html',
     'ard.html',
+    'mtl.html',
     'toy.html',
     'datasets.html',
     'demo.html',
     'cli.html',
     'io.html',
+    'experiments/gl.html',
+    'experiments/protocol.html',
+    'experiments/pays.html',
 )
 _re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
 

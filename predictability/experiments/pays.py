@@ -32,7 +32,9 @@ def _group_residual(z, g):
     means = np.bincount(inv, weights=z) / np.bincount(inv)
     return z - means[inv]
 
-def residuals(F, labels) -> np.ndarray:
+def residuals(F,                # (n, P) predictors on labelled rows
+              labels,           # (n,) one label per row, or (n, P) one per column
+             ) -> np.ndarray:
     "Residuals (n, P) of the standardised columns of `F` (n, P) about their label means; `labels` (n,) or (n, P)."
     F = np.asarray(F, dtype=np.float64)
     if F.ndim != 2 or F.shape[0] < 3:
@@ -47,7 +49,9 @@ def residuals(F, labels) -> np.ndarray:
     Z = (F - F.mean(0)) / sd
     return np.column_stack([_group_residual(Z[:, p], y[:, p]) for p in range(F.shape[1])])
 
-def residual_correlation(F, labels) -> ResidualStats:
+def residual_correlation(F,                # (n, P) predictors on labelled rows
+                         labels,           # (n,) one label per row, or (n, P) one per column
+                        ) -> ResidualStats:
     "How strongly the errors of the P columns of `F` (n, P) agree, measured on labelled rows."
     E = residuals(F, labels)
     if F.shape[1] < 2:
@@ -58,7 +62,11 @@ def residual_correlation(F, labels) -> ResidualStats:
     return ResidualStats(float(off.mean()), float(off.max()), float(ev[:3].sum() / ev.sum()),
                          float(np.mean(E.var(0))), R)
 
-def decorrelate_residuals(F, groups, *, shared: bool = False, random_state=None) -> np.ndarray:
+def decorrelate_residuals(F,                      # (N, P) predictors
+                          groups,                 # (N,) group of each row (on PubFig: the person)
+                          *, shared: bool = False,  # one permutation for all columns (keeps the correlation)
+                          random_state=None,      # seed for the permutations
+                         ) -> np.ndarray:
     """A control: each column keeps its group means exactly, and its residuals are permuted among the rows of the same
     group, independently per column (`shared=False`: destroys the cross-column correlation) or with one permutation
     for all columns (`shared=True`: keeps it)."""
@@ -86,10 +94,10 @@ def decorrelate_residuals(F, groups, *, shared: bool = False, random_state=None)
 @dataclass
 class GainEstimate:
     "Residual correlation on the labelled rows and the cross-validated gain of the combination."
-    residual: ResidualStats
+    residual: ResidualStats  # the residual correlation on the labelled rows
     gain: np.ndarray         # (P,) held-out gain per column (metric units), averaged over folds
-    mean_gain: float
-    advice: str
+    mean_gain: float         # the mean of `gain` over the columns
+    advice: str              # a sentence: combine, or average, or neither
 
 def _advice(r, g):
     if r >= 0.3:
@@ -104,7 +112,10 @@ def expected_gain(F,                      # (N, P) predictors on the same N poin
                   labels,                 # (n, P) labels of the rows `index` (no NaN)
                   index,                  # the n labelled rows
                   *, methods=None,        # `Method`s; None: NPC over `NPC_GRID`, 20 iterations
-                  metric="kendall", n_folds: int = 2, random_state=None) -> GainEstimate:
+                  metric="kendall",       # per-column score, higher is better ("kendall", "accuracy" or a callable)
+                  n_folds: int = 2,       # folds of the labelled rows: each is scored with choices made on the others
+                  random_state=None,      # seed for the folds
+                 ) -> GainEstimate:
     "Measure on a few labels how much the combination gains on rows whose labels did not choose its settings."
     F = as_predictors(F, "F", ndim=(2,), min_points=3)
     index = np.asarray(index)
@@ -132,7 +143,10 @@ def expected_gain(F,                      # (N, P) predictors on the same N poin
 def correlated_tasks(n: int = 400,       # rows
                      P: int = 10,        # tasks
                      rho: float = 0.0,   # correlation of the errors across tasks, in [0, 1]
-                     *, noise: float = 0.7, n_groups: int = 8, random_state=None) -> tuple:
+                     *, noise: float = 0.7,  # standard deviation of the errors
+                     n_groups: int = 8,  # groups that fix every task's value (PubFig's people)
+                     random_state=None,  # seed
+                    ) -> tuple:
     "Synthetic (f0 (n, P), truth (n, P), groups (n,)) with errors correlated `rho` across tasks."
     if not 0.0 <= rho <= 1.0:
         raise ValueError(f"`rho` must lie in [0, 1]; got {rho}.")

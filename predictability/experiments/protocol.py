@@ -27,19 +27,26 @@ from ..tuning import accuracy, kendall_tau
 @dataclass
 class Split:
     "Row indices of one split: `train` (fits f0), `val` (chooses settings), `test` (scores)."
-    train: np.ndarray
-    val: np.ndarray
-    test: np.ndarray
+    train: np.ndarray             # rows that train the initial predictors
+    val: np.ndarray               # labelled rows that choose settings and iterations
+    test: np.ndarray              # rows that score
+    combine_train: bool = False   # the combination also runs on the training rows (appended after val and test)
 
     @property
     def unlabelled(self) -> np.ndarray:
-        "The rows the combination runs on: validation then test."
+        "The rows without labels for the combination: validation then test."
         return np.r_[self.val, self.test]
+
+    @property
+    def rows(self) -> np.ndarray:
+        "The rows the combination runs on: validation, test, then (with `combine_train`) the training rows."
+        return np.r_[self.val, self.test, self.train] if self.combine_train else self.unlabelled
 
 def make_split(n: int,                   # number of rows N
                n_train: int,             # rows that train the initial predictors
                n_val: int | None = None, # labelled validation rows; None: `n_train` (the paper's even split)
-               *, random_state=None      # seed or Generator for the permutation
+               *, random_state=None,     # seed or Generator for the permutation
+               combine_train: bool = False  # run the combination on the training rows too (`Split.rows`)
               ) -> Split:
     "Split `range(n)` at random into disjoint training, validation and test rows; test is the rest."
     n_val = n_train if n_val is None else n_val
@@ -50,16 +57,17 @@ def make_split(n: int,                   # number of rows N
         raise ValueError(f"`n_train` + `n_val` = {n_train + n_val} leaves no test rows out of n = {n}; "
                          "make them smaller.")
     perm = np.random.default_rng(random_state).permutation(int(n))
-    return Split(np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_val]), np.sort(perm[n_train + n_val:]))
+    return Split(np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_val]), np.sort(perm[n_train + n_val:]),
+                 bool(combine_train))
 
 # %% ../../nbs/experiments/02_protocol.ipynb #d05b2110
 @dataclass
 class Method:
     "A combination method with its grid: `fn(F, **prepare(F), **setting) -> history (T+1, N, P)`."
-    name: str
-    fn: Callable
-    grid: list = field(default_factory=lambda: [{}])
-    prepare: Callable | None = None
+    name: str                     # label in tables
+    fn: Callable                  # fn(F, **prepare(F), **setting) -> history (T+1, N, P)
+    grid: list = field(default_factory=lambda: [{}])   # the settings, keyword arguments of `fn`
+    prepare: Callable | None = None   # prepare(F) -> dict shared by every setting (e.g. ARD weights)
 
     def histories(self, F: np.ndarray) -> list:
         "One history (T+1, N, P) per setting of the grid."
@@ -73,7 +81,8 @@ class Method:
             out.append(h)
         return out
 
-def expand_grid(grid: dict | list | None) -> list:
+def expand_grid(grid: dict | list | None,  # dict of lists (their product), list of settings, or None (one empty setting)
+               ) -> list:
     "A dict of lists -> the list of its settings (their product); a list is returned as is."
     if grid is None:
         return [{}]
@@ -91,7 +100,7 @@ def combine_method(name: str,               # label in tables
                    method: str = "npc",     # `combine`'s method
                    grid=None,               # dict of lists or list of settings (keyword arguments of `combine`)
                    *, cache: dict | None = None,  # shared dict: a run with the same input and arguments is reused
-                   **kwargs                 # fixed keyword arguments of `combine` (n_iter, joint, ard, ...)
+                   **kwargs,                # fixed keyword arguments of `combine` (n_iter, joint, ard, ...)
                   ) -> Method:
     "`combine(F, None, method=method, **kwargs, **setting)` as a `Method`: all columns denoised jointly."
     kwargs.setdefault("progress", False)
@@ -111,13 +120,16 @@ def combine_method(name: str,               # label in tables
 def per_column_method(name: str,        # label in tables
                       fn: Callable,     # fn(F, p, **prepare(F), **setting) -> history (T+1, N) of column p
                       grid=None,        # dict of lists or list of settings
-                      prepare: Callable | None = None) -> Method:
+                      prepare: Callable | None = None,  # prepare(F) -> dict shared by every setting
+                     ) -> Method:
     "A `Method` that improves each column `p` of F separately, the other columns serving as references."
     def run(F, **kw):
         return np.stack([np.asarray(fn(F, p, **kw)) for p in range(F.shape[1])], axis=-1)
     return Method(name, run, expand_grid(grid), prepare)
 
-def others(p: int, P: int) -> np.ndarray:
+def others(p: int,      # a column
+           P: int,      # the number of columns
+          ) -> np.ndarray:
     "The columns other than `p`."
     return np.r_[0:p, p + 1:P]
 
@@ -163,7 +175,8 @@ def score_history(history: np.ndarray,   # (T+1, N, P) one history
             out[t, b] = fn(pred[:, 0] if len(cols) == 1 else pred, y[ok, b])
     return out
 
-def choose(scores: list) -> tuple:
+def choose(scores: list,  # one (T_s+1, B) array of validation scores per setting
+          ) -> tuple:
     "From a list over settings of (T_s+1, B) validation scores: per target the (setting, iteration, score)."
     T = max(s.shape[0] for s in scores)
     S = np.full((len(scores), T, scores[0].shape[1]), -np.inf)
@@ -173,7 +186,11 @@ def choose(scores: list) -> tuple:
     k = flat.argmax(0)                                          # the first maximum
     return k % len(scores), k // len(scores), flat[k, np.arange(flat.shape[1])]
 
-def assemble(histories: list, setting, iteration, columns=None) -> np.ndarray:
+def assemble(histories: list,   # one (T+1, N, P) history per setting
+             setting,            # (B,) chosen setting per target
+             iteration,          # (B,) chosen iteration per target
+             columns=None,       # B lists of columns, one per target; None: each column its own target
+            ) -> np.ndarray:
     "The (N, P) prediction whose target blocks come from their chosen (setting, iteration)."
     out = histories[0][0].copy()
     for b, cols in enumerate(_blocks(columns, out.shape[1])):
@@ -184,23 +201,26 @@ def assemble(histories: list, setting, iteration, columns=None) -> np.ndarray:
 @dataclass
 class SplitResult:
     "Test scores (B,) per method (\"f0\" included), and per method the chosen settings and iterations."
-    test: dict
-    val: dict
-    setting: dict
-    iteration: dict
-    prediction: dict
+    test: dict                    # method -> (B,) test scores
+    val: dict                     # method -> (B,) validation scores of the chosen setting and iteration
+    setting: dict                 # method -> (B,) chosen setting (index into its grid)
+    iteration: dict               # method -> (B,) chosen iteration
+    prediction: dict              # method -> (N_rows, P) chosen prediction (with `keep_predictions`)
 
 def evaluate_split(F,                 # (N, P) initial predictors on all rows
                    labels,            # (N, B) labels of every target (only val and test rows are read)
                    split: Split,      # the rows
                    methods: list,     # `Method`s
-                   *, metric="kendall", columns=None, keep_predictions: bool = False) -> SplitResult:
-    "Run each method on `split.unlabelled`, choose per target on `split.val`, score on `split.test`."
+                   *, metric="kendall",  # "kendall", "accuracy" or callable (prediction, labels) -> score
+                   columns=None,      # B lists of columns, one per target; None: each column its own target
+                   keep_predictions: bool = False,  # keep each method's chosen prediction
+                  ) -> SplitResult:
+    "Run each method on `split.rows`, choose per target on `split.val`, score on `split.test`."
     F = as_predictors(F, "F", ndim=(2,), min_points=3)
     y = np.asarray(labels, dtype=np.float64).reshape(F.shape[0], -1)
-    U = split.unlabelled
-    Fu = F[U]
-    vpos, tpos = np.arange(len(split.val)), np.arange(len(split.val), len(U))
+    Fu = F[split.rows]                                   # validation, test (and training) rows, in that order
+    vpos = np.arange(len(split.val))
+    tpos = np.arange(len(split.val), len(split.val) + len(split.test))
     f0 = Fu[None]
     res = SplitResult({}, {}, {}, {}, {})
     res.test["f0"] = score_history(f0, tpos, y[split.test], metric, columns)[0]
@@ -218,10 +238,15 @@ def evaluate_split(F,                 # (N, P) initial predictors on all rows
 # %% ../../nbs/experiments/02_protocol.ipynb #1287a99a
 def run_splits(F_fn: Callable,         # split -> (N, P) initial predictors (trained on split.train only)
                labels,                 # (N, B) labels
-               n: int, n_train: int,   # rows, training rows
+               n: int,                 # rows
+               n_train: int,           # training rows per split
                methods: list,          # `Method`s
-               *, n_seeds: int = 10, n_val: int | None = None, metric="kendall", columns=None,
-               progress: bool = True) -> dict:
+               *, n_seeds: int = 10,   # splits, seeds 0..n_seeds-1
+               n_val: int | None = None,  # validation rows; None: n_train
+               metric="kendall",       # per-target score
+               columns=None,           # B lists of columns, one per target
+               progress: bool = True,  # a tqdm bar over the splits
+              ) -> dict:
     "Scores (n_seeds, B) per method over splits with seeds 0..n_seeds-1."
     out = {}
     for seed in tqdm(range(n_seeds), desc="splits", disable=not progress):
@@ -231,7 +256,9 @@ def run_splits(F_fn: Callable,         # split -> (N, P) initial predictors (tra
             out.setdefault(k, []).append(v)
     return {k: np.asarray(v) for k, v in out.items()}
 
-def paired_test(a, b) -> tuple:
+def paired_test(a,     # (S,) scores of a method over S splits
+                b,     # (S,) the baseline's scores on the same splits
+               ) -> tuple:
     "Mean and std (ddof 1) of a - b, and the two-sided p of the paired t-test (1.0 when a == b throughout)."
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if np.allclose(d, d.flat[0] if d.size else 0):
@@ -241,7 +268,11 @@ def paired_test(a, b) -> tuple:
 def _mark(mean, p, alpha):
     return "+" if (p < alpha and mean > 0) else "-" if (p < alpha and mean < 0) else ""
 
-def summary(scores: dict, *, baseline: str = "f0", names=None, alpha: float = 0.05) -> pd.DataFrame:
+def summary(scores: dict,          # method -> (S, B) scores over S splits
+            *, baseline: str = "f0",  # the method the gains are measured against
+            names=None,            # B target names; None: 1..B
+            alpha: float = 0.05,   # significance level of the marks
+           ) -> pd.DataFrame:
     "Long table: per method and target (and 'mean'), the gain over `baseline`, its std and the paired-t p."
     base = np.asarray(scores[baseline])
     names = list(names) if names is not None else [str(i + 1) for i in range(base.shape[1])]
@@ -255,8 +286,13 @@ def summary(scores: dict, *, baseline: str = "f0", names=None, alpha: float = 0.
                              gain=g, gain_std=sd, p=p, significant=_mark(g, p, alpha)))
     return pd.DataFrame(rows)
 
-def paper_table(scores: dict, *, baseline: str = "f0", names=None, alpha: float = 0.05, vs: str | None = "npc",
-                digits: int = 2) -> pd.DataFrame:
+def paper_table(scores: dict,      # method -> (S, B) scores over S splits
+                *, baseline: str = "f0",  # the method the gains are measured against
+                names=None,        # B target names; None: 1..B
+                alpha: float = 0.05,  # significance level of the marks
+                vs: str | None = "npc",  # add "vs vs. m" columns comparing this method with each other one
+                digits: int = 2,   # decimals
+               ) -> pd.DataFrame:
     "The paper's layout: f0 'mean (std)', each method's gain 'mean (std)' with +/- marks, then `vs` against the rest."
     s = summary(scores, baseline=baseline, names=names, alpha=alpha)
     f = f"{{:.{digits}f}} ({{:.{digits}f}})"
@@ -288,8 +324,8 @@ NPC_GRID = {"noise": [0.1, 0.3], "kernel_scale": [1.0, 3.0], "lam": [10.0]}
 @dataclass
 class ImproveResult:
     "The improved (N, P) matrix and, per column, what was chosen on the labelled rows."
-    prediction: np.ndarray
-    table: pd.DataFrame
+    prediction: np.ndarray        # (N, P) improved predictions
+    table: pd.DataFrame           # per column: method, setting, iteration, input and chosen score on the labels
 
 def improve(predictions,              # (N, P) predictors on the same N points (array or DataFrame)
             labels,                   # (n, P) labels of the rows `index`; NaN where a column is not labelled
