@@ -199,6 +199,35 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
 
 
 # %% ../nbs/07a_labelfree.ipynb #850b931a
+def _energies(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
+    "The profiled energy (LF1) of every target column of `ev` at every $\\log\\sigma^2$ in `log_noise`: (k, G)."
+    dd, r, s2 = ev.n - 1, ev.d.shape[0], np.exp(log_noise)
+    A = 1.0 / (ev.d[:, None] + s2[None, :])                          # (r, G)
+    q = (ev.yy[:, None] - (ev.c ** 2).T @ A) / s2[None, :]           # (k, G)
+    return (dd * np.log(q / dd) + (dd - r) * log_noise + np.log(ev.d[:, None] + s2[None, :]).sum(0)
+            + dd * (1 + np.log(2 * np.pi)))
+
+def _min_energies(ev: NystromEvidence, noise=None, n_grid: int = 97) -> np.ndarray:
+    "Each column's energy minimised over $\\log\\sigma^2$ (a log grid, then a parabola through the best three points), or at the given `noise`."
+    if noise is not None:
+        return _energies(ev, np.array([np.log(noise)]))[:, 0]
+    g = np.linspace(np.log(max(NOISE_BOUNDS[0], ev.floor)), np.log(NOISE_BOUNDS[1]), n_grid)
+    E = _energies(ev, g)
+    i = np.clip(np.argmin(E, axis=1), 1, n_grid - 2)
+    k = np.arange(E.shape[0])
+    e0, e1, e2 = E[k, i - 1], E[k, i], E[k, i + 1]
+    den = e0 - 2 * e1 + e2
+    step = np.where(den > 0, 0.5 * (e0 - e2) / np.where(den > 0, den, 1.0), 0.0) * (g[1] - g[0])
+    x = np.clip(g[i] + np.clip(step, -(g[1] - g[0]), g[1] - g[0]), g[0], g[-1])
+    return np.minimum(E.min(axis=1), _energy_at(ev, x))
+
+def _energy_at(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
+    "The profiled energy of column j at its own $\\log\\sigma^2$ `log_noise[j]`: (k,)."
+    dd, r, s2 = ev.n - 1, ev.d.shape[0], np.exp(log_noise)
+    A = 1.0 / (ev.d[:, None] + s2[None, :])                          # (r, k)
+    q = (ev.yy - np.einsum("ik,ik->k", ev.c ** 2, A)) / s2
+    return dd * np.log(q / dd) + (dd - r) * log_noise + np.log(ev.d[:, None] + s2[None, :]).sum(0) + dd * (1 + np.log(2 * np.pi))
+
 @dataclass
 class RelevanceTest:
     "The permutation test of `relevance_test`: is the target more predictable from its references than by chance?"
@@ -219,12 +248,12 @@ def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the targe
     with one_blas_thread():
         cp = evidence.U.T @ st.whitening.t(np.sqrt(st.n) * st.rmatvec(Fp).reshape(-1, n_perm))
     perm = NystromEvidence(evidence.d, evidence.U, cp, np.full(n_perm, evidence.yy[0]), st.n, st, Fp, evidence.floor)
-    def lr(ev, j):
-        E = ev.best_noise(j)[1] if noise is None else ev.energy(np.log(noise), j)[0]
-        return ev.null_energy(j) - E
-    stat = lr(evidence, 0)
-    null = np.array([lr(perm, j) for j in range(n_perm)])
-    return RelevanceTest(float(stat), null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
+    def lr(ev):                         # every column at once: the null energy minus the best energy
+        E0 = (ev.n - 1) * (np.log(ev.yy / (ev.n - 1)) + 1 + np.log(2 * np.pi))
+        return E0 - _min_energies(ev, noise)
+    stat = float(lr(evidence)[0])
+    null = lr(perm)
+    return RelevanceTest(stat, null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 
 def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
                           X,                    # (N, D) features of its references that do not depend on the target
