@@ -118,7 +118,8 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
         cols = slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o    # a view when contiguous: no copy
-        return kernel_features(Hb[:, cols], weights[p, o], kernel_scale[p])   # (e:anisotropickernel)
+        X1 = kernel_features(Hb[:, cols], weights[p, o], 1.0)                 # (e:anisotropickernel) at sigma_k^2 = 1
+        return X1 / np.sqrt(kernel_scale[p])    # then scaled as the label-free choice scales it: the same bits
     if method == "npc-exact":
         def exact(p, Hb, first=False):
             X = features(p, Hb)
