@@ -129,11 +129,14 @@ def _grid(rows: int, cols: int, tile: int = TILE):
     "Blocks covering a (rows, cols) array with tile x tile threads (x along columns, y along rows)."
     return (-(-cols // tile), -(-rows // tile)), (tile, tile)
 
-def gram_stats_cuda(X, B, f, *, block_rows=None):
-    """`gram_stats` on a CUDA device: $(K^\\top K,\\ K^\\top\\mathbf f,\\ K^\\top\\mathbf 1)$ for
-    $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, streamed over blocks of `block_rows` rows, float64.
-
-    `X` (N, D), `B` (N', D), `f` (N,) or (N, H); returns `M` (N', N'), `kf` (N',) or (N', H), `ks` (N',) on the host."""
+def gram_stats_cuda(X, # the features $X$ of `kernel_features`, (N, D)
+                    B, # the basis features, (N', D)
+                    f, # the values $\mathbf f$, (N,) or (N, H)
+                    *,
+                    block_rows=None, # rows per streamed block; None: about 4M kernel entries (32 MB) per block
+                   ): # `(M, kf, ks)` on the host: (N', N'), (N',) or (N', H), (N',)
+    r"""`gram_stats` on a CUDA device: $(K^\top K,\ K^\top\mathbf f,\ K^\top\mathbf 1)$ for
+    $K_{[i,j]}=\exp(-\lVert\mathbf x_i-\mathbf b_j\rVert^2)$, streamed over blocks of `block_rows` rows, float64."""
     X, B = _check_pair(X, B)
     f = _check_values(f, X.shape[0], "f", "`X`")
     _require_cuda()
@@ -159,10 +162,13 @@ def gram_stats_cuda(X, B, f, *, block_rows=None):
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
 
-def kernel_matvec_cuda(X, B, u, *, block_rows=None):
-    """`kernel_matvec` on a CUDA device: $K\\mathbf u$ for $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, float64.
-
-    `X` (N, D), `B` (N', D), `u` (N',) or (N', H); returns (N,) or (N, H) on the host."""
+def kernel_matvec_cuda(X, # the features $X$ of `kernel_features`, (N, D)
+                       B, # the basis features, (N', D)
+                       u, # the vector(s) $\mathbf u$, (N',) or (N', H)
+                       *,
+                       block_rows=None, # rows per streamed block; None: about 4M kernel entries (32 MB) per block
+                      ): # $K\mathbf u$ on the host, (N,) or (N, H)
+    r"""`kernel_matvec` on a CUDA device: $K\mathbf u$ for $K_{[i,j]}=\exp(-\lVert\mathbf x_i-\mathbf b_j\rVert^2)$, float64."""
     X, B = _check_pair(X, B)
     u = _check_values(u, B.shape[0], "u", "`B`")
     _require_cuda()
