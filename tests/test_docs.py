@@ -262,7 +262,8 @@ def test_page_in_browser(doms, site, page):
 # Pages that open with their API (issue 11): the public functions and classes a user came for, each with its
 # parameter table, come first; the derivation, the internals and their tests follow under a heading of their own.
 API_FIRST_PAGES = ('core.html', 'opc.html', 'lpc.html', 'ard.html', 'datasets.html', 'cli.html', 'io.html', 'mtl.html',
-                   'experiments/gl.html', 'experiments/pays.html', 'experiments/protocol.html')
+                   'experiments/gl.html', 'experiments/pays.html', 'experiments/protocol.html',
+                   'experiments/rankers.html')
 _re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
 
 
