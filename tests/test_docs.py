@@ -263,7 +263,7 @@ def test_page_in_browser(doms, site, page):
 # parameter table, come first; the derivation, the internals and their tests follow under a heading of their own.
 API_FIRST_PAGES = ('core.html', 'opc.html', 'lpc.html', 'ard.html', 'datasets.html', 'cli.html', 'io.html', 'mtl.html',
                    'experiments/gl.html', 'experiments/pays.html', 'experiments/protocol.html',
-                   'experiments/rankers.html')
+                   'experiments/rankers.html', 'experiments/pubfig.html')
 _re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
 
 
