@@ -11,7 +11,8 @@ shared machine where the absolute times are not):
 
 * this machine's dgemm rate, and the float64 floor of one target step, (2NN'R + NN'^2) / dgemm;
 * one target step, `combine(f, G, joint=False, n_iter=1, ard=False)`, as a fraction of that floor;
-* scikit-learn's Nystroem(N') + Ridge fit and predict on the same features, as a ratio to that step;
+* scikit-learn's Nystroem(N') + Ridge fit and predict on the same features, as a ratio to that step (its BLAS at
+  default threads, and at one thread);
 * 20 target-only iterations (`joint=False`) against 1;
 * `tune` over the default 27-point grid (target-only) against one 20-iteration `combine`;
 * one exact NPC step at N = 1,000 against the literal dense reading (C(2S - S^2)C and a full eigh);
@@ -33,7 +34,10 @@ from bench_npc import joint_problem  # noqa: E402
 
 from predictability import combine  # noqa: E402
 from predictability.core import centering_matrix, normalize, orient  # noqa: E402
+from predictability.core import one_blas_thread  # noqa: E402
 from predictability.kernels import gaussian_kernel, kernel_features  # noqa: E402
+from predictability.kstats import kernel_stats  # noqa: E402
+from predictability.nystrom import basis_indices  # noqa: E402
 from predictability.npc_exact import npc_exact_step  # noqa: E402
 from predictability import tune  # noqa: E402
 
@@ -48,6 +52,20 @@ def step_floor_flops(N: int, n_basis: int, R: int) -> float:
     return 2.0 * N * n_basis * R + float(N) * n_basis ** 2
 
 
+def cpu_dgemm(n: int, repeat: int) -> float:
+    "One core's dgemm rate in GFLOP/s of CPU time (one BLAS thread): what a core delivers whatever the load."
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(n, n)), rng.normal(size=(n, n))
+    with one_blas_thread():
+        a @ b
+        ts = []
+        for _ in range(repeat):
+            c0 = time.process_time()
+            a @ b
+            ts.append(time.process_time() - c0)
+    return 2.0 * n ** 3 / float(np.median(ts)) / 1e9
+
+
 def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:
     f, G = H[:, 0], H[:, 1:]
     one = lambda: combine(f, G, joint=False, n_iter=1, ard=False, n_basis=n_basis, progress=False, **FIXED)
@@ -55,18 +73,29 @@ def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:
     from sklearn.kernel_approximation import Nystroem
     from sklearn.linear_model import Ridge
     X = kernel_features(G)                      # the same kernel: exp(-||x - y||^2) = rbf with gamma = 1
+    B = X[basis_indices(len(X), n_basis)]
+    kpass = lambda: kernel_stats(X, B, normalize(f))   # the kernel pass alone: K_GB, K^T K, K^T f, K^T 1 (and K_BB)
 
     def sk():
         Z = Nystroem(kernel="rbf", gamma=1.0, n_components=n_basis, random_state=0).fit_transform(X)
         return Ridge(alpha=0.1).fit(Z, f).predict(Z)
-    one(); twenty(); sk()                        # compile and warm up
-    t1, t20, tsk = [], [], []
-    for _ in range(repeat):                      # interleaved, so that load changes hit all three alike
-        for fn, ts in ((one, t1), (twenty, t20), (sk, tsk)):
-            t0 = time.perf_counter()
+    def sk1():                                   # its BLAS held at one thread: multi-threaded BLAS stalls under load
+        with one_blas_thread():
+            return sk()
+    fns = dict(step=one, iter20=twenty, sklearn=sk, sklearn1=sk1, kpass=kpass)
+    for fn in fns.values():                      # compile and warm up
+        fn()
+    wall = {k: [] for k in fns}
+    cpu = {k: [] for k in fns}
+    for _ in range(repeat):                      # interleaved, so that load changes hit all alike
+        for k, fn in fns.items():
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            ts.append(time.perf_counter() - t0)
-    return dict(step_s=float(np.median(t1)), iter20_s=float(np.median(t20)), sklearn_s=float(np.median(tsk)))
+            wall[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
+    out = {f"{k}_s": float(np.median(v)) for k, v in wall.items()}
+    out.update({f"{k}_cpu_s": float(np.median(v)) for k, v in cpu.items()})
+    return out
 
 
 def bench_tune(H, n_basis: int, repeat: int) -> dict:
@@ -112,11 +141,11 @@ def bench_memory(N: int, R: int) -> dict:
 
 
 def bench_full(H, n_basis: int, n_iter: int) -> dict:
-    t0 = time.perf_counter()
-    res = combine(H[:, 0], H[:, 1:], n_iter=n_iter, n_basis=n_basis, joint=True, ard=True, progress=True)
-    total = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = combine(H[:, 0], H[:, 1:], n_iter=n_iter, n_basis=n_basis, joint=True, ard=True, progress=True, **FIXED)
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert np.isfinite(res.prediction).all()
-    return dict(total_s=total)
+    return dict(total_s=total, cpu_s=cpu)
 
 
 def report(quick: bool, full: bool, repeat: int) -> dict:
@@ -127,18 +156,29 @@ def report(quick: bool, full: bool, repeat: int) -> dict:
     H = joint_problem(N, P)
     dg = bench_dgemm(1000 if quick else 2000, repeat)
     gemm = dg["threads"]
-    floor_s = step_floor_flops(N, nb, P - 1) / (gemm * 1e9)
+    core = cpu_dgemm(1000 if quick else 1500, repeat)
+    flops = step_floor_flops(N, nb, P - 1)
+    floor_s = flops / (gemm * 1e9)
+    floor_cpu = flops / (core * 1e9)              # the same floor in CPU seconds, at one core's rate
     st = bench_step_and_sklearn(H, nb, repeat)
     tu = bench_tune(H, nb, 1 if quick else 3)
     ex = bench_exact(400 if quick else 1000, repeat)
     dg_after = bench_dgemm(1000 if quick else 2000, repeat)["threads"]
-    out = dict(machine=info, dgemm=dg, dgemm_after=dg_after, floor_s=floor_s, step=st, tune=tu, exact=ex)
+    out = dict(machine=info, dgemm=dg, dgemm_after=dg_after, cpu_dgemm=core, floor_s=floor_s, floor_cpu_s=floor_cpu,
+               step=st, tune=tu, exact=ex)
+    ms = lambda k: f"{st[k + '_s'] * 1e3:.1f} ms wall, {st[k + '_cpu_s'] * 1e3:.1f} ms CPU"
     rows = [
-        ("dgemm (NumPy BLAS), before / after", f"{gemm:.1f} / {dg_after:.1f} GFLOP/s"),
-        ("floor of one target step (2NN'R + NN'^2)", f"{step_floor_flops(N, nb, P - 1) / 1e9:.2f} GFLOP, "
-                                                     f"{floor_s * 1e3:.1f} ms at dgemm"),
-        ("one target step, combine(joint=False, n_iter=1)", f"{st['step_s'] * 1e3:.1f} ms = {floor_s / st['step_s']:.0%} of the floor"),
-        ("sklearn Nystroem + Ridge, fit and predict", f"{st['sklearn_s'] * 1e3:.1f} ms = {st['sklearn_s'] / st['step_s']:.2f}x the step"),
+        ("dgemm (NumPy BLAS), before / after", f"{gemm:.1f} / {dg_after:.1f} GFLOP/s; one core {core:.1f} GFLOP/s of CPU time"),
+        ("floor of one target step (2NN'R + NN'^2)", f"{flops / 1e9:.2f} GFLOP, {floor_s * 1e3:.1f} ms at dgemm, "
+                                                     f"{floor_cpu * 1e3:.1f} ms of CPU at one core's rate"),
+        ("one target step, combine(joint=False, n_iter=1)", f"{ms('step')} = {floor_s / st['step_s']:.0%} of the floor "
+                                                            f"(wall), {floor_cpu / st['step_cpu_s']:.0%} (CPU)"),
+        ("  its kernel pass alone (kernel_stats)", f"{ms('kpass')} = {floor_s / st['kpass_s']:.0%} (wall), "
+                                                   f"{floor_cpu / st['kpass_cpu_s']:.0%} (CPU)"),
+        ("sklearn Nystroem + Ridge, fit and predict", f"{ms('sklearn')} = {st['sklearn_s'] / st['step_s']:.2f}x the step "
+                                                      f"(wall), {st['sklearn_cpu_s'] / st['step_cpu_s']:.2f}x (CPU)"),
+        ("  the same, BLAS at one thread", f"{ms('sklearn1')} = {st['sklearn1_s'] / st['step_s']:.2f}x the step "
+                                           f"(wall), {st['sklearn1_cpu_s'] / st['step_cpu_s']:.2f}x (CPU)"),
         ("20 target-only iterations", f"{st['iter20_s'] * 1e3:.1f} ms = {st['iter20_s'] / st['step_s']:.2f}x one iteration"),
         ("tune, 27-point grid, 20 iterations, target-only", f"{tu['tune_s']:.2f} s = {tu['tune_s'] / tu['combine_s']:.2f}x one combine ({tu['combine_s']:.2f} s)"),
         ("combine with its label-free defaults, target-only", f"{tu['label_free_s']:.2f} s = {tu['label_free_s'] / tu['combine_s']:.2f}x one fixed-setting combine"),
@@ -153,12 +193,14 @@ def report(quick: bool, full: bool, repeat: int) -> dict:
     if full:
         fl = bench_full(H, nb, size["n_iter"])
         steps = size["n_iter"] * P
-        floor_full = steps * step_floor_flops(N, nb, P - 1) / (gemm * 1e9)
-        out["full"] = dict(fl, floor_s=floor_full)
+        floor_full = steps * flops / (gemm * 1e9)
+        floor_full_cpu = steps * flops / (core * 1e9)
+        out["full"] = dict(fl, floor_s=floor_full, floor_cpu_s=floor_full_cpu)
         print_table([
-            ("full joint run, ARD included", f"{fl['total_s']:.1f} s"),
-            ("its floor", f"{steps * step_floor_flops(N, nb, P - 1) / 1e12:.2f} TFLOP, {floor_full:.1f} s at dgemm"),
-            ("ratio to the floor", f"{fl['total_s'] / floor_full:.2f}x"),
+            ("full joint run, ARD included", f"{fl['total_s']:.1f} s wall, {fl['cpu_s']:.1f} s CPU"),
+            ("its floor", f"{steps * flops / 1e12:.2f} TFLOP, {floor_full:.1f} s at dgemm, "
+                          f"{floor_full_cpu:.1f} s of CPU at one core's rate"),
+            ("ratio to the floor", f"{fl['total_s'] / floor_full:.2f}x (wall), {fl['cpu_s'] / floor_full_cpu:.2f}x (CPU)"),
         ], f"joint run: N={N}, {P} predictors, N'={nb}, {size['n_iter']} iterations")
     print(f"load average (1 min) at the end: {machine_info().get('loadavg_1min')}")
     return out

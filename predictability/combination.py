@@ -22,13 +22,13 @@ from tqdm import tqdm
 from .ard import fit_ard_joint
 from .core import (NormStats, as_predictors, check_bool, check_int, check_random_state, check_scalar,
                                  normalize)
-from .kernels import gaussian_kernel, kernel_features
+from .kernels import _normalize_fast, gaussian_kernel, kernel_features
 from .kstats import kernel_stats
 from .labelfree import choose
-from .lpc import check_collinear, lpc_step
+from .lpc import check_collinear, lpc_iterate, lpc_step
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
-from .opc import opc_step
+from .opc import opc_iterate, opc_step
 
 # %% ../nbs/07_combine.ipynb #b5e6fa62
 def _map_columns(fn, cols, n_jobs: int):
@@ -100,30 +100,40 @@ def _fixed_loop(step):
         return np.array(out)
     return fixed
 
-def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, device):
+def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, device, pre=None):
     """The update `step(p, Hbar, first=False)` of one method (`first`: `Hbar` is the input, whose kernel statistics
     `reuse_kernel_stats` may share), and `fixed(p, H0, n_iter)`: the (n_iter + 1, N) history of column `p` iterated
-    against the other columns held at their input values `H0`. `noise` and `kernel_scale` hold one value per column."""
+    against the other columns held at their input values `H0`. `noise` and `kernel_scale` hold one value per column;
+    `pre` maps a column to the kernel statistics of its input that the label-free choice formed (used once)."""
     if method == "opc":
         step = lambda p, Hb, first=False: opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=lam,
                                                    sigma2=kernel_scale[p])
-        return step, _fixed_loop(step)
+        fixed = lambda p, H0, n_iter: opc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], n_iter, lam=lam,
+                                                  sigma2=kernel_scale[p])   # in the span of [f0, G]
+        return step, fixed
     if method == "lpc":
         step = lambda p, Hb, first=False: lpc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=lam)
-        return step, _fixed_loop(step)
+        fixed = lambda p, H0, n_iter: lpc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], n_iter, lam=lam)
+        return step, fixed
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
-        return kernel_features(Hb[:, o], weights[p, o], kernel_scale[p])   # (e:anisotropickernel)
+        cols = slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o    # a view when contiguous: no copy
+        X1 = kernel_features(Hb[:, cols], weights[p, o], 1.0)                 # (e:anisotropickernel) at sigma_k^2 = 1
+        return X1 / np.sqrt(kernel_scale[p])    # then scaled as the label-free choice scales it: the same bits
     if method == "npc-exact":
         def exact(p, Hb, first=False):
             X = features(p, Hb)
             return npc_exact_step(Hb[:, p], gaussian_kernel(X, X), noise[p], lam)
         return exact, _fixed_loop(exact)
+    pre = {} if pre is None else pre
+    def input_stats(p, H0):           # the choice's statistics of the input (one pass over N saved), else formed
+        st = pre.pop(p, None)
+        return st if st is not None else _kernel_stats(features(p, H0), basis, H0[:, p], device, share=True)
     def step(p, Hb, first=False):
-        st = _kernel_stats(features(p, Hb), basis, Hb[:, p], device, share=first)
+        st = input_stats(p, Hb) if first else _kernel_stats(features(p, Hb), basis, Hb[:, p], device, share=False)
         return npc_update(Hb[:, p], st, noise=noise[p], lam=lam, kf=st.kf)
     def fixed(p, H0, n_iter):         # statistics once, then the whole run in the span of [f0, C K_GB]
-        st = _kernel_stats(features(p, H0), basis, H0[:, p], device, share=True)
+        st = input_stats(p, H0)
         return npc_iterate(H0[:, p], st, n_iter, noise=noise[p], lam=lam)
     return step, fixed
 
@@ -140,7 +150,8 @@ _FIXED = dict(noise=0.1, kernel_scale=1.0, n_iter=20)   # what "auto" means for 
 def _choices(Hbar, h, cols, weights, idx, *, noise, kernel_scale, n_iter, lam, rng, device):
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
-    target's own noise cannot make a clean reference look worth denoising."""
+    target's own noise cannot make a clean reference look worth denoising. The relevance test sees the other columns
+    without ARD weights: those are fitted with column p, and would favour its real pairing over the permutations."""
     out = []
     for p in cols:
         o = _others(p, Hbar.shape[1])
@@ -148,7 +159,8 @@ def _choices(Hbar, h, cols, weights, idx, *, noise, kernel_scale, n_iter, lam, r
             o = o[o >= h]
         w = weights[p, o] if weights[p, o].sum() > 0 else None
         X1 = kernel_features(Hbar[:, o], w, 1.0)
-        out.append(choose(Hbar[:, p], X1, idx, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
+        X_test = kernel_features(Hbar[:, o], None, 1.0)       # the guard's features: no ARD weights fitted on p
+        out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
                           random_state=rng, device=device))
     return out
 
@@ -184,8 +196,8 @@ def _check_inputs(target, references, method, n_basis):
                          "they must be evaluations on the same points, row by row.")
     n = F.shape[0]
     F2 = F if F.ndim == 2 else F[:, None]
-    Fb = normalize(F2, "target")
-    Gb = normalize(Gr, "references") if Gr.shape[1] else Gr
+    Fb = _normalize_fast(F2, "target")
+    Gb = _normalize_fast(Gr, "references") if Gr.shape[1] else Gr
     if Gb.shape[1]:
         _check_collinear_once(Gb)
     corr = np.abs(Fb.T @ Gb)
@@ -394,8 +406,11 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         choices = _choices(Hbar, h, cols, weights, idx, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
                            rng=perm_rng, device=device)
         noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
+        pre = {p: c.stats for p, c in zip(cols, choices) if p < h}   # the target columns' statistics, reused once
+        for c in choices:
+            c.stats = None                                     # the result does not hold N-sized arrays
     else:
-        choices = []
+        choices, pre = [], None
         nz, ks, ni = ((_FIXED[k] if v == "auto" else v) for k, v in
                       (("noise", noise), ("kernel_scale", kernel_scale), ("n_iter", n_iter)))
         noise_p, scale_p, iters = [nz] * len(cols), [ks] * len(cols), [int(ni)] * len(cols)
@@ -404,7 +419,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     iters = dict(zip(cols, iters))
     n_sweeps = max(iters[p] for p in range(h))                # references move only while a target column does
     step, fixed = _make_step(method, weights, lam=lam, noise=noise_a, kernel_scale=scale_a, n_basis=n_basis,
-                             basis=idx, device=device)
+                             basis=idx, device=device, pre=pre)
     stats = NormStats.of(F2)
     if progress is None:                                       # flops: honest to a small factor
         nb, R = len(idx), P - 1

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .ard import fit_ard_joint
+from .core import one_blas_thread
 from . import combine
 from .tuning import kendall_tau, tune
 
@@ -38,7 +39,7 @@ def _yeast_from_stream(ds):
     Y = np.array([[int(y[k]) for k in names] for _, y in rows], dtype=int)
     return X, Y, names
 
-def load_yeast():
+def load_yeast() -> tuple: # X (2417, 103) float64, Y (2417, 14) int in {0, 1}, the 14 class names
     "The Yeast multi-label data set (via `river`): X (2417, 103) float64, Y (2417, 14) int in {0, 1}, the 14 class names."
     ds = _import_yeast()
     try:
@@ -57,7 +58,11 @@ def load_yeast():
     return X, Y, names
 
 # %% ../nbs/12_demo.ipynb #c0d29de5
-def split_rows(n: int, n_train: int, n_val: int, random_state=0):
+def split_rows(n: int, # number of rows
+               n_train: int, # training rows (at least 10)
+               n_val: int, # validation rows (at least 2)
+               random_state=0, # seed or numpy Generator of the draw
+              ) -> tuple: # sorted row indices (train, val, test)
     "Disjoint sorted row indices (train, val, test) of sizes `n_train`, `n_val` and the rest, drawn with `random_state`."
     for name, v, low in (("n_train", n_train, 10), ("n_val", n_val, 2)):
         if int(v) != v or v < low:
@@ -82,7 +87,15 @@ def _choose_C(Z, y, Cs, n_splits, seed):
             auc[i] += roc_auc_score(y[b], model.decision_function(Z[b]))
     return float(Cs[int(np.argmax(auc))])
 
-def train_baselines(X, Y, train, *, C=None, Cs=BASELINE_CS, min_count: int = 5, random_state=0):
+def train_baselines(X, # (N, D) features
+                    Y, # (N, T) binary labels (only the rows `train` are read)
+                    train, # indices of the training rows
+                    *,
+                    C=None, # a fixed regularisation C for every class; None: chosen by 5-fold CV among `Cs`
+                    Cs=BASELINE_CS, # the candidates for C
+                    min_count: int = 5, # positives and negatives a class needs among the training rows
+                    random_state=0, # seed or numpy Generator of the CV folds
+                   ) -> tuple: # (F0 (N, T'), kept classes, dropped classes, C of each kept class)
     """Per-class logistic regressions on z-scored features, trained on rows `train`; C by 5-fold CV on those rows
     among `Cs` when `C` is None. Returns (F0 (N, T') decision functions on all rows, kept class indices, dropped class
     indices, the C of each kept class)."""
@@ -109,15 +122,18 @@ def train_baselines(X, Y, train, *, C=None, Cs=BASELINE_CS, min_count: int = 5, 
     return F0, kept, dropped, np.array(used)
 
 # %% ../nbs/12_demo.ipynb #8dae1d33
-def mean_kendall(pred, labels) -> float:
-    "Mean over columns of 100 x Kendall's tau_b between `pred` (n, T) and `labels` (n, T)."
+def mean_kendall(pred, # (n, T) scores
+                 labels, # (n, T) labels
+                ) -> float: # the mean of $100\,\tau_b$ over the T columns
+    r"Mean over columns of $100\times$ Kendall's $\tau_b$ between `pred` (n, T) and `labels` (n, T)."
     pred = np.asarray(pred, dtype=np.float64); labels = np.asarray(labels)
     if pred.shape != labels.shape or pred.ndim != 2:
         raise ValueError(f"`pred` and `labels` must both be (n, T); got {pred.shape} and {labels.shape}.")
     return float(np.mean([kendall_tau(pred[:, t], labels[:, t]) for t in range(pred.shape[1])]))
 
 # %% ../nbs/12_demo.ipynb #d541cb5e
-def unique_columns(F):
+def unique_columns(F, # (N, T) matrix
+                  ) -> tuple: # (first, col): indices of the distinct columns, and each column's index among them
     "(first, col): `first` the sorted indices of the first copy of each distinct column of `F`, and `F == F[:, first][:, col]`."
     F = np.asarray(F)
     _, first, inverse = np.unique(F, axis=1, return_index=True, return_inverse=True)
@@ -140,7 +156,7 @@ _LABELS = {"f0": "f0", "opc": "OPC", "lpc": "LPC", "npc": "NPC", "npc-exact": "N
 @dataclass
 class DemoReport:
     "What `run_demo` returns."
-    table: pd.DataFrame      # held-out Kendall tau x100: one row per class and a "mean" row; columns f0 and methods
+    table: pd.DataFrame      # held-out Kendall's tau_b x100: one row per class and a "mean" row; columns f0 and methods
     chosen: dict             # method -> {"params", "n_iter", "val_score", "val_score_f0"} chosen by `tune`
     curves: pd.DataFrame     # mean held-out tau x100 at each iteration of the chosen settings (rows 0..n_iter)
     relevance: np.ndarray    # (U, U) ARD relevance of the distinct baselines for each other (row u: u's references)
@@ -158,14 +174,17 @@ class DemoReport:
     def _repr_markdown_(self):
         return self.to_markdown()
 
-def chosen_table(rep: DemoReport) -> pd.DataFrame:
+def chosen_table(rep: DemoReport, # what `run_demo` returned
+                ) -> pd.DataFrame: # one row per method: settings, iteration, validation scores
     "The settings and iteration `tune` chose for each method, with the validation score of the choice and of f0."
     return pd.DataFrame({_LABELS.get(m, m): {"settings": ", ".join(f"{k}={v:g}" for k, v in c["params"].items()),
                                              "iteration": c["n_iter"], "validation": round(c["val_score"], 2),
                                              "validation (f0)": round(c["val_score_f0"], 2)}
                          for m, c in rep.chosen.items()}).T
 
-def markdown_table(df: pd.DataFrame, digits: int = 2) -> str:
+def markdown_table(df: pd.DataFrame, # the table; its index becomes the first column
+                   digits: int = 2, # decimals of the numbers
+                  ) -> str: # GitHub Markdown
     "A DataFrame as a GitHub Markdown table (index as first column), numbers with `digits` decimals."
     fmt = lambda v: f"{v:.{digits}f}" if isinstance(v, (float, np.floating)) else str(v)
     head = [str(df.index.name or "")] + [str(c) for c in df.columns]
@@ -247,11 +266,22 @@ def _readme(rep: "DemoReport", settings: dict) -> str:
     return "\n".join(lines)
 
 # %% ../nbs/12_demo.ipynb #3b716281
-def run_demo(out_dir="predictability-demo", *, n_train: int = 150, n_val: int = 100, random_state=0,
-             methods=("opc", "lpc", "npc"), grid: dict | None = None, n_iter: int = 20, n_basis: int = 300,
-             C=None, min_count: int = 5, data=None, progress: bool = True) -> DemoReport:
-    """Train per-class baselines on `n_train` Yeast genes, improve them with each of `methods` tuned on `n_val` genes,
-    and report Kendall's tau x100 on the rest. Writes table.csv, table.md, relevance.png, iterations.png and
+def run_demo(out_dir="predictability-demo", # folder for the report's files; None: write nothing
+             *,
+             n_train: int = 150, # labelled genes the baselines are trained on
+             n_val: int = 100, # validation genes `tune` chooses the settings on
+             random_state=0, # seed of the split and of the baselines' CV folds
+             methods=("opc", "lpc", "npc"), # the methods to run, among the keys of `DEMO_GRIDS`
+             grid: dict | None = None, # method -> grid, replacing that method's `DEMO_GRIDS` entry
+             n_iter: int = 20, # iteration cap; `tune` chooses the iteration up to it
+             n_basis: int = 300, # Nystrom basis size N' for NPC
+             C=None, # fixed C of the baselines; None: chosen by CV on the training genes
+             min_count: int = 5, # positives and negatives a class needs among the training genes
+             data=None, # (X, Y, names) instead of the Yeast data
+             progress: bool = True, # log the stages to stderr
+            ) -> DemoReport: # the held-out table, the choices, the curves and the files written
+    r"""Train per-class baselines on `n_train` Yeast genes, improve them with each of `methods` tuned on `n_val` genes,
+    and report Kendall's $\tau_b\times100$ on the rest. Writes table.csv, table.md, relevance.png, iterations.png and
     README.md to `out_dir` (None: write nothing)."""
     t_start = time.perf_counter()
     timings = {}
@@ -285,54 +315,57 @@ def run_demo(out_dir="predictability-demo", *, n_train: int = 150, n_val: int = 
     timings["load"] = time.perf_counter() - t
     train, val, test = split_rows(len(X), n_train, n_val, random_state)
 
-    t = time.perf_counter()
-    log(f"training {Y.shape[1]} baselines on {len(train)} genes ...")
-    F0, kept, dropped, Cs = train_baselines(X, Y, train, C=C, min_count=min_count, random_state=random_state)
-    timings["baselines"] = time.perf_counter() - t
-    tasks = [names[k] for k in kept]
-    if dropped.size:
-        log(f"dropped (fewer than {min_count} positives or negatives in training): "
-            + ", ".join(names[k] for k in dropped))
-    if len(kept) < 2:
-        raise ValueError(f"only {len(kept)} class(es) have {min_count} positives and negatives among the "
-                         f"{len(train)} training rows; combining needs at least 2. Increase `n_train`.")
-    Yk = Y[:, kept]
-    first, col = unique_columns(F0)                         # classes with identical baselines enter once
-    merged = [[tasks[j] for j in np.flatnonzero(col == u)] for u in range(len(first)) if (col == u).sum() > 1]
-    if merged:
-        log("identical baselines (same training labels), combined as one: "
-            + "; ".join(" = ".join(g) for g in merged))
-    if len(first) < 2:
-        raise ValueError("all the classes kept have identical training labels; combining needs 2 distinct baselines.")
-    Fu = F0[:, first]
-    metric = lambda pred, labels: mean_kendall(pred[:, col], labels)   # every class counts, merged or not
-
-    t = time.perf_counter()
-    W = fit_ard_joint(Fu)                                   # shared by every NPC setting, and the figure
-    timings["ard"] = time.perf_counter() - t
-
-    table = {"f0": [kendall_tau(F0[test, j], Yk[test, j]) for j in range(len(kept))]}
-    curves, val_curves, chosen = {}, {}, {}
-    for m in methods:
+    # Every matrix here is small (N = 2,417): multi-threaded BLAS only adds spinning, and on a loaded 2-core
+    # machine it made this part 10x slower; NPC's kernel sums use worker threads of their own.
+    with one_blas_thread():
         t = time.perf_counter()
-        n_set = int(np.prod([len(v) for v in grids[m].values()]))
-        log(f"tuning {_LABELS[m]}: {n_set} setting(s) x {n_iter} iterations ...")
-        kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
-        tr = tune(Fu, None, Yk[val], val, metric=metric, grid=grids[m], n_iter=n_iter, method=m,
-                  progress=progress, **kw)
-        timings[f"tune {m}"] = time.perf_counter() - t
-        pred = tr.result.prediction[:, col]
-        table[m] = [kendall_tau(pred[test, j], Yk[test, j]) for j in range(len(kept))]
-        f0_val = mean_kendall(F0[val], Yk[val])
-        chosen[m] = {"params": dict(tr.params), "n_iter": int(tr.n_iter), "val_score": float(tr.score),
-                     "val_score_f0": f0_val}
-        log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
-        t = time.perf_counter()                             # the held-out curve of the chosen setting
-        full = tr.result if tr.n_iter == n_iter else combine(Fu, None, method=m, n_iter=n_iter, progress=False,
-                                                              **kw, **tr.params)
-        curves[m] = [metric(h[test], Yk[test]) for h in full.history]
-        val_curves[m] = [metric(h[val], Yk[val]) for h in full.history]
-        timings[f"curve {m}"] = time.perf_counter() - t
+        log(f"training {Y.shape[1]} baselines on {len(train)} genes ...")
+        F0, kept, dropped, Cs = train_baselines(X, Y, train, C=C, min_count=min_count, random_state=random_state)
+        timings["baselines"] = time.perf_counter() - t
+        tasks = [names[k] for k in kept]
+        if dropped.size:
+            log(f"dropped (fewer than {min_count} positives or negatives in training): "
+                + ", ".join(names[k] for k in dropped))
+        if len(kept) < 2:
+            raise ValueError(f"only {len(kept)} class(es) have {min_count} positives and negatives among the "
+                             f"{len(train)} training rows; combining needs at least 2. Increase `n_train`.")
+        Yk = Y[:, kept]
+        first, col = unique_columns(F0)                         # classes with identical baselines enter once
+        merged = [[tasks[j] for j in np.flatnonzero(col == u)] for u in range(len(first)) if (col == u).sum() > 1]
+        if merged:
+            log("identical baselines (same training labels), combined as one: "
+                + "; ".join(" = ".join(g) for g in merged))
+        if len(first) < 2:
+            raise ValueError("all the classes kept have identical training labels; combining needs 2 distinct baselines.")
+        Fu = F0[:, first]
+        metric = lambda pred, labels: mean_kendall(pred[:, col], labels)   # every class counts, merged or not
+
+        t = time.perf_counter()
+        W = fit_ard_joint(Fu)                                   # shared by every NPC setting, and the figure
+        timings["ard"] = time.perf_counter() - t
+
+        table = {"f0": [kendall_tau(F0[test, j], Yk[test, j]) for j in range(len(kept))]}
+        curves, val_curves, chosen = {}, {}, {}
+        for m in methods:
+            t = time.perf_counter()
+            n_set = int(np.prod([len(v) for v in grids[m].values()]))
+            log(f"tuning {_LABELS[m]}: {n_set} setting(s) x {n_iter} iterations ...")
+            kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
+            tr = tune(Fu, None, Yk[val], val, metric=metric, grid=grids[m], n_iter=n_iter, method=m,
+                      progress=progress, **kw)
+            timings[f"tune {m}"] = time.perf_counter() - t
+            pred = tr.result.prediction[:, col]
+            table[m] = [kendall_tau(pred[test, j], Yk[test, j]) for j in range(len(kept))]
+            f0_val = mean_kendall(F0[val], Yk[val])
+            chosen[m] = {"params": dict(tr.params), "n_iter": int(tr.n_iter), "val_score": float(tr.score),
+                         "val_score_f0": f0_val}
+            log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
+            t = time.perf_counter()                             # the held-out curve of the chosen setting
+            full = tr.result if tr.n_iter == n_iter else combine(Fu, None, method=m, n_iter=n_iter, progress=False,
+                                                                  **kw, **tr.params)
+            curves[m] = [metric(h[test], Yk[test]) for h in full.history]
+            val_curves[m] = [metric(h[val], Yk[val]) for h in full.history]
+            timings[f"curve {m}"] = time.perf_counter() - t
 
     table = pd.DataFrame(table, index=pd.Index(tasks, name="class"))
     table.loc["mean"] = table.mean(axis=0)

@@ -7,6 +7,7 @@ __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats_reference', 'kernel
            'kernel_matrix']
 
 # %% ../nbs/03_kernels.ipynb #b5831859
+import contextlib
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,120 @@ from numba import types
 from numba.extending import intrinsic
 from scipy.linalg import blas as _blas
 
-from .core import JIT_OPTIONS, jit, as_predictors, check_scalar, one_blas_thread, standardize
+from .core import JIT_OPTIONS, jit, as_predictors, check_scalar, normalize, one_blas_thread
+
+# %% ../nbs/03_kernels.ipynb #50810ced
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+def _check_threads(n_threads) -> int:
+    if n_threads is None:
+        return _default_threads()
+    if isinstance(n_threads, (bool, np.bool_)) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
+        raise ValueError(f"`n_threads` must be a positive integer or None; got {n_threads!r}.")
+    return int(n_threads)
+
+def _chunks(N: int, block_rows: int, n_threads: int):
+    "Contiguous row ranges, whole blocks each, one per worker."
+    n_blocks = -(-N // block_rows)
+    T = min(n_threads, n_blocks)
+    cuts = [round(t * n_blocks / T) * block_rows for t in range(T + 1)]
+    return [(lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:])]
+
+def _run_chunks(work, chunks, blas: bool = True):
+    """Run `work(lo, hi)` for every chunk, in worker threads when there are several; results in chunk order.
+    `blas`: `work` calls BLAS, which is then held at one thread (pure Numba work skips that switch)."""
+    with one_blas_thread() if blas else contextlib.nullcontext():
+        if len(chunks) == 1:
+            return [work(*chunks[0])]
+        with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
+            return list(ex.map(lambda c: work(*c), chunks))
+
+# %% ../nbs/03_kernels.ipynb #f522f507
+_SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
+_PAR_MIN = 1 << 18  # entries below which one thread does the passes (starting threads costs more)
+
+@jit
+def _range_rows(x, lo, hi):
+    "Per column over rows lo:hi: [max, min, NaN-accumulator (NaN once any entry is NaN or infinite)]."
+    k = x.shape[1]
+    out = np.empty((3, k))
+    out[0, :] = -np.inf
+    out[1, :] = np.inf
+    out[2, :] = 0.0
+    for i in range(lo, hi):
+        for j in range(k):
+            v = x[i, j]
+            out[0, j] = max(out[0, j], v)
+            out[1, j] = min(out[1, j], v)
+            out[2, j] += v * 0.0
+    return out
+
+@jit
+def _block_sums(x, inv, shift, square, lo, hi, out):
+    "out[b, j] = sum over the rows of block b (of `_SUM_BLOCK`, within lo:hi) of (x[i, j] * inv[j] - shift[j]) (squared)."
+    k = x.shape[1]
+    for b in range(lo // _SUM_BLOCK, (hi + _SUM_BLOCK - 1) // _SUM_BLOCK):
+        for j in range(k):
+            out[b, j] = 0.0
+        for i in range(b * _SUM_BLOCK, min(hi, (b + 1) * _SUM_BLOCK)):
+            for j in range(k):
+                d = x[i, j] * inv[j] - shift[j]
+                out[b, j] += d * d if square else d
+
+@jit
+def _affine_rows(x, inv, mean, c, out, lo, hi):
+    "out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j] for rows lo:hi, one pass."
+    k = x.shape[1]
+    for i in range(lo, hi):
+        for j in range(k):
+            out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j]
+
+def _row_chunks(x):
+    "Whole `_SUM_BLOCK`-row chunks, one per worker thread (one for small inputs): the sums do not depend on them."
+    return _chunks(x.shape[0], _SUM_BLOCK, _default_threads() if x.size >= _PAR_MIN else 1)
+
+def _column_moments(x):
+    """Three reads of `x` (N, K), row chunks in threads: range and finiteness; the mean of x / s; the centred norm.
+
+    Returns (inv, mean, norm, bad): inv = 1/s with s = max|x| per column (1 for an all-zero column), mean and norm
+    of the columns of x * inv, and bad[j] > 0 (or NaN) when column j is constant, not finite, or so small
+    (subnormal) that 1/s overflows. Sums are taken per block of `_SUM_BLOCK` rows, then added in block order."""
+    n, k = x.shape
+    chunks = _row_chunks(x)
+    parts = _run_chunks(lambda lo, hi: _range_rows(x, lo, hi), chunks, blas=False)
+    hi_, lo_ = np.max([p[0] for p in parts], axis=0), np.min([p[1] for p in parts], axis=0)
+    fin = np.sum([p[2] for p in parts], axis=0)
+    s = np.maximum(np.abs(hi_), np.abs(lo_))
+    with np.errstate(divide="ignore", over="ignore"):
+        inv = np.where(s > 0, 1.0 / np.where(s > 0, s, 1.0), 1.0)
+    bad = fin + (hi_ - lo_ <= 1e-12 * s) + ~(inv < np.inf)    # core._constant_columns' test; 1/s overflowing
+    sums = np.empty(((n + _SUM_BLOCK - 1) // _SUM_BLOCK, k))
+    _run_chunks(lambda lo, hi: _block_sums(x, inv, np.zeros(k), False, lo, hi, sums), chunks, blas=False)
+    mean = sums.sum(axis=0) / n
+    _run_chunks(lambda lo, hi: _block_sums(x, inv, mean, True, lo, hi, sums), chunks, blas=False)
+    return inv, mean, np.sqrt(sums.sum(axis=0)), bad
+
+def _scaled_normal(x: np.ndarray, name: str, c) -> np.ndarray:
+    """`core.normalize(x, name) * c` for a float64 array `x` (N,) or (N, K), in four passes over `x` (NumPy's takes
+    about fifteen, each with a temporary). Non-finite, constant or subnormal columns go to `as_predictors` and
+    `core.normalize`, which say why (or, for subnormal data, divide where a reciprocal would overflow)."""
+    x2 = x.reshape(x.shape[0], -1)                        # a view: strided input is read in place
+    inv, mean, norm, bad = _column_moments(x2)
+    if not (bad == 0).all():
+        return normalize(as_predictors(x, name), name) * c   # raises for NaN or a constant column, as before
+    out = np.empty(x2.shape)
+    cn = np.broadcast_to(np.asarray(c, dtype=np.float64) / norm, norm.shape).copy()
+    _run_chunks(lambda lo, hi: _affine_rows(x2, inv, mean, cn, out, lo, hi), _row_chunks(x2), blas=False)
+    return out.reshape(x.shape)
+
+def _normalize_fast(x: np.ndarray, name: str = "x") -> np.ndarray:
+    "$\\overline{\\mathbf x}$ (e:normalization) as `core.normalize`, to round-off, at a quarter of its memory traffic."
+    return _scaled_normal(x, name, 1.0)
+
 
 # %% ../nbs/03_kernels.ipynb #20880367
 def _check_weights(weights, R: int) -> np.ndarray:
@@ -35,18 +149,22 @@ def _check_weights(weights, R: int) -> np.ndarray:
         raise ValueError("`weights` sums to 0; at least one reference needs a positive weight.")
     return w / total
 
-def kernel_features(G, weights=None, kernel_scale=1.0) -> np.ndarray:
+def kernel_features(G, # the references, (N, R) or (N,): array, Series or DataFrame
+                    weights=None, # relevance weights $w_r\ge0$, (R,), renormalised to sum 1 (None: $1/R$ each)
+                    kernel_scale=1.0, # the kernel width $\sigma_k^2$ (> 0)
+                   ) -> np.ndarray: # the features $X$, (N, R)
     """Pre-scaled kernel features $X = Z\\,\\mathrm{diag}(\\sqrt{\\mathbf w/\\sigma_k^2})$ of the references `G` (N, R).
 
     $Z$ holds the z-scores of the columns of `G`; `weights` $\\mathbf w\\ge0$ (default $1/R$ each) are renormalised to
     sum 1 and `kernel_scale` is $\\sigma_k^2$. Then $\\exp(-\\lVert\\mathbf x_i-\\mathbf x_j\\rVert^2)$ is the anisotropic
     kernel (e:anisotropickernel) with $\\Sigma_A = \\mathrm{diag}(\\mathbf w)/\\sigma_k^2$ on z-scores."""
-    G = as_predictors(G, "G")
+    if not (isinstance(G, np.ndarray) and G.dtype == np.float64 and G.ndim in (1, 2) and G.shape[0] >= 2 and G.size):
+        G = as_predictors(G, "G")         # converts; a float64 array is used as it is (finiteness checked below)
     if G.ndim == 1:
         G = G[:, None]
     w = _check_weights(weights, G.shape[1])
     s = check_scalar(kernel_scale, "kernel_scale", strict=True)
-    return standardize(G, "G") * np.sqrt(w / s)
+    return _scaled_normal(G, "G", np.sqrt(G.shape[0] * w / s))          # sqrt(N) Gbar diag(sqrt(w / s))
 
 # %% ../nbs/03_kernels.ipynb #5a8b3a58
 def _check_features(X, name: str) -> np.ndarray:
@@ -63,7 +181,9 @@ def _check_pair(X, B, names=("X", "B")):
 def _sqnorms(X: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
-def gaussian_kernel(X, Y) -> np.ndarray:
+def gaussian_kernel(X, # (N, D) pre-scaled features (`kernel_features`)
+                    Y, # (M, D) features of the same map
+                   ) -> np.ndarray: # $K$, (N, M)
     "Dense $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf y_j\\rVert^2)$ of pre-scaled features (reference; $O(NN')$ memory)."
     X, Y = _check_pair(X, Y, ("X", "Y"))
     d = _sqnorms(X)[:, None] + _sqnorms(Y)[None, :] - 2.0 * (X @ Y.T)
@@ -77,14 +197,20 @@ def _check_values(v, n: int, name: str, n_name: str):
         raise ValueError(f"`{name}` has {v.shape[0]} rows but {n_name} has {n}.")
     return v
 
-def gram_stats_reference(X, B, f):
+def gram_stats_reference(X, # (N, D) pre-scaled features
+                         B, # (N', D) basis features
+                         f, # (N,) or (N, H) values
+                        ): # $(K^\top K, K^\top\mathbf f, K^\top\mathbf 1)$
     "Oracle for `gram_stats`: $(K^\\top K, K^\\top\\mathbf f, K^\\top\\mathbf 1)$ with $K$ = `gaussian_kernel(X, B)` formed whole."
     X, B = _check_pair(X, B)
     f = _check_values(f, X.shape[0], "f", "`X`")
     K = gaussian_kernel(X, B)
     return K.T @ K, K.T @ f, K.sum(axis=0)
 
-def kernel_matvec_reference(X, B, u):
+def kernel_matvec_reference(X, # (N, D) pre-scaled features
+                            B, # (N', D) basis features
+                            u, # (N',) or (N', H) coefficients
+                           ): # $K\mathbf u$, (N,) or (N, H)
     "Oracle for `kernel_matvec`: $K\\mathbf u$ with $K$ = `gaussian_kernel(X, B)` formed whole."
     X, B = _check_pair(X, B)
     u = _check_values(u, B.shape[0], "u", "`B`")
@@ -247,39 +373,10 @@ def _gauss_rows_direct(X, BT, K):
 
 _DIRECT_MAX_D = 8
 
-# %% ../nbs/03_kernels.ipynb #50810ced
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
-
-def _check_threads(n_threads) -> int:
-    if n_threads is None:
-        return _default_threads()
-    if isinstance(n_threads, (bool, np.bool_)) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
-        raise ValueError(f"`n_threads` must be a positive integer or None; got {n_threads!r}.")
-    return int(n_threads)
-
-def _chunks(N: int, block_rows: int, n_threads: int):
-    "Contiguous row ranges, whole blocks each, one per worker."
-    n_blocks = -(-N // block_rows)
-    T = min(n_threads, n_blocks)
-    cuts = [round(t * n_blocks / T) * block_rows for t in range(T + 1)]
-    return [(lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:])]
-
-def _run_chunks(work, chunks):
-    "Run `work(lo, hi)` for every chunk, in worker threads when there are several; results in chunk order."
-    with one_blas_thread():
-        if len(chunks) == 1:
-            return [work(*chunks[0])]
-        with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
-            return list(ex.map(lambda c: work(*c), chunks))
-
 # %% ../nbs/03_kernels.ipynb #396006a7
 def _check_block_rows(block_rows, N: int, n: int) -> int:
     if block_rows is None:
-        block_rows = min(8192, max(256, (1 << 19) // max(n, 1)))
+        block_rows = min(8192, max(256, (1 << 18) // max(n, 1)))
     elif isinstance(block_rows, (bool, np.bool_)) or not isinstance(block_rows, (int, np.integer)) or block_rows < 1:
         raise ValueError(f"`block_rows` must be a positive integer or None; got {block_rows!r}.")
     return int(min(block_rows, N))
@@ -345,12 +442,19 @@ def _sum_chunks(parts):
     M += np.triu(M, 1).T
     return M, KF
 
-def gram_stats(X, B, f, *, block_rows=None, dtype=np.float64, n_threads=None):
+def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
+               B, # (N', D) basis features, rows of the same feature map
+               f, # (N,) or (N, H) values: $K^\top\mathbf f$ is formed in the same pass
+               *,
+               block_rows=None, # rows of $K$ per block (None: about 2 MB of $K$)
+               dtype=np.float64, # np.float64, or np.float32 for the blocks (sums in float64)
+               n_threads=None, # worker threads (None: the CPUs this process may use)
+              ): # $(K^\top K, K^\top\mathbf f, K^\top\mathbf 1)$, float64
     """$(K^\\top K,\\ K^\\top\\mathbf f,\\ K^\\top\\mathbf 1)$ for $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, streamed.
 
     `X` (N, D) and `B` (N', D) are pre-scaled features (`kernel_features`), `f` is (N,) or (N, H).
     Returns `M` (N', N') symmetric, `kf` (N',) or (N', H), `ks` (N',), all float64. $K$ is never formed:
-    rows are processed `block_rows` at a time (default: about 4 MB of $K$) by `n_threads` workers
+    rows are processed `block_rows` at a time (default: about 2 MB of $K$) by `n_threads` workers
     (default: the CPUs this process may use). `dtype=np.float32` computes the blocks in single precision."""
     X, B = _check_pair(X, B)
     f = _check_values(f, X.shape[0], "f", "`X`")
@@ -378,7 +482,13 @@ def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
         # Fortran view: out_b^T (H, m) = U^T K_b^T
         _blas.dgemm(1.0, U.T, Kb.T, beta=0.0, c=out[s:e].T, overwrite_c=1)
 
-def kernel_matvec(X, B, u, *, block_rows=None, n_threads=None):
+def kernel_matvec(X, # (N, D) pre-scaled features
+                  B, # (N', D) basis features
+                  u, # (N',) or (N', H) coefficients
+                  *,
+                  block_rows=None, # rows of $K$ per block (None: about 2 MB of $K$)
+                  n_threads=None, # worker threads (None: the CPUs this process may use)
+                 ): # $K\mathbf u$, (N,) or (N, H)
     """$K\\mathbf u$ for $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, streamed over row blocks.
 
     `X` (N, D), `B` (N', D) pre-scaled features, `u` (N',) or (N', H); returns (N,) or (N, H) float64.
@@ -397,7 +507,12 @@ def kernel_matvec(X, B, u, *, block_rows=None, n_threads=None):
     return out[:, 0].copy() if u.ndim == 1 else out
 
 # %% ../nbs/03_kernels.ipynb #0f2a4c73
-def kernel_matrix(X, B, *, block_rows=None, n_threads=None) -> np.ndarray:
+def kernel_matrix(X, # (N, D) pre-scaled features
+                  B, # (N', D) basis features
+                  *,
+                  block_rows=None, # rows per block of the fused pass (None: about 2 MB)
+                  n_threads=None, # worker threads (None: the CPUs this process may use)
+                 ) -> np.ndarray: # $K$, (N, N')
     """$K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$ formed whole, (N, N') float64, with the fused kernel.
 
     Same result as `gaussian_kernel(X, B)` to round-off; use it when N*N' doubles fit in memory."""

@@ -14,7 +14,7 @@ from scipy.linalg import blas as _blas
 from scipy.linalg import lapack
 
 from .core import check_scalar, one_blas_thread
-from .kernels import (_DIRECT_MAX_D, _check_block_rows, _check_pair, _check_threads, _check_values, _sum_chunks,
+from .kernels import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _check_threads, _check_values, _sum_chunks,
                                     _chunks, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
                                     gram_stats_reference, kernel_matvec)
 
@@ -122,8 +122,8 @@ class KernelStats:
     KBB: np.ndarray               # K_BB, (N', N')
     kf: np.ndarray | None         # K^T f for the `f` given to `kernel_stats`, else None
     backend: str                  # "dense", "streamed" or "cuda"
-    X: np.ndarray = field(repr=False)
-    B: np.ndarray = field(repr=False)
+    X: np.ndarray = field(repr=False)                        # (N, D) the features the statistics were formed from
+    B: np.ndarray = field(repr=False)                        # (N', D) the basis features
     K: np.ndarray | None = field(default=None, repr=False)   # K_GB when stored (dense backend)
     rtol: float = 1e-10           # truncation of the whitening (`whiten`)
     cache: dict = field(default_factory=dict, repr=False)    # small factorisations derived from the statistics
@@ -155,9 +155,13 @@ class KernelStats:
 
     def matvec(self, u: np.ndarray) -> np.ndarray:
         "$K_{GB}\\mathbf u$ for `u` (N',) or (N', k)."
-        if self.K is not None:
-            with one_blas_thread():                     # a GEMV, or a thin GEMM: bandwidth-bound
-                return self.K @ u
+        if self.K is not None:                          # a GEMV, or a thin GEMM: bandwidth-bound, row chunks in threads
+            U = np.asarray(u, dtype=np.float64)
+            out = np.empty((self.n,) + U.shape[1:])
+            threads = 1 if self.K.size < _PAR_MIN * 8 else None
+            _run_chunks(lambda lo, hi: np.dot(self.K[lo:hi], U, out=out[lo:hi]),
+                        _chunks(self.n, 1024, _check_threads(threads)))
+            return out
         if self.backend == "cuda":
             from predictability.cuda import kernel_matvec_cuda
             return kernel_matvec_cuda(self.X, self.B, u)

@@ -16,7 +16,9 @@ from .kernels import gaussian_kernel
 from .kstats import KernelStats, kernel_stats
 
 # %% ../nbs/05_nystrom.ipynb #6a7ac1a5
-def basis_indices(n: int, n_basis: int) -> np.ndarray:
+def basis_indices(n: int, # N, the number of points
+                  n_basis: int, # N', the basis size (>= 1; clipped to N)
+                 ) -> np.ndarray: # sorted row indices, (N',)
     "Evenly spaced row indices $\\operatorname{round}(j(N-1)/(N'-1))$ for the Nyström basis; $N'$ is clipped to $N$."
     if n_basis < 1:
         raise ValueError(f"`n_basis` must be >= 1; got {n_basis}.")
@@ -73,7 +75,12 @@ def _top_eigvec(S: np.ndarray):
     return w[0], (-e if e[0] < 0 else e)
 
 # %% ../nbs/05_nystrom.ipynb #bdb06a15
-def power_method(S: np.ndarray, x0=None, *, tol: float = 1e-12, max_iter: int = 10_000):
+def power_method(S: np.ndarray, # a symmetric PSD matrix, (n, n)
+                 x0=None, # the start vector, (n,) (None: all ones)
+                 *,
+                 tol: float = 1e-12, # stop when the vector or the Rayleigh quotient moves less than this
+                 max_iter: int = 10_000, # the most iterations
+                ): # (eigenvalue, unit vector, iterations)
     "Top eigenpair of a symmetric PSD matrix by power iteration; returns `(eigenvalue, vector, iterations)`."
     S = np.asarray(S, dtype=np.float64)
     x = np.ones(S.shape[0]) if x0 is None else np.array(x0, dtype=np.float64)
@@ -122,8 +129,17 @@ def _check_step_args(fbar_t, n, noise, lam):
         raise ValueError(f"`lam` must be >= 0; got {lam}.")
     return fbar_t
 
-def npc_step(fbar_t: np.ndarray, X: np.ndarray, *, noise: float = 0.1, lam: float = 1.0, n_basis: int = 300,
-             basis=None, device: str = "cpu", rtol: float = 1e-10, max_kernel_mb: float = 256) -> np.ndarray:
+def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
+             X: np.ndarray, # (N, D) the references' pre-scaled features (`kernel_features`)
+             *,
+             noise: float = 0.1, # GP noise sigma^2 (> 0)
+             lam: float = 1.0, # lambda_J, the weight of predictability
+             n_basis: int = 300, # N', the Nystrom basis size (evenly spaced rows)
+             basis=None, # explicit basis row indices, overriding `n_basis`
+             device: str = "cpu", # "cpu" or "cuda"
+             rtol: float = 1e-10, # truncation of the whitening of K_BB
+             max_kernel_mb: float = 256, # store K_GB when it takes at most this; 0 streams
+            ) -> np.ndarray: # f*, (N,)
     "One Nyström NPC update from the features `X`: `kernel_stats` then `npc_update`; returns the unit-norm, centred, oriented $\\mathbf f^*$."
     X = np.ascontiguousarray(X, dtype=np.float64)
     n = X.shape[0]
@@ -132,8 +148,14 @@ def npc_step(fbar_t: np.ndarray, X: np.ndarray, *, noise: float = 0.1, lam: floa
     stats = kernel_stats(X, X[idx], fbar_t, device=device, max_kernel_mb=max_kernel_mb, rtol=rtol)
     return npc_update(fbar_t, stats, noise=noise, lam=lam, kf=stats.kf)
 
-def npc_step_reference(fbar_t: np.ndarray, X: np.ndarray, *, noise: float = 0.1, lam: float = 1.0,
-                       n_basis: int = 300, basis=None) -> np.ndarray:
+def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
+                       X: np.ndarray, # (N, D) the references' pre-scaled features
+                       *,
+                       noise: float = 0.1, # GP noise sigma^2 (> 0)
+                       lam: float = 1.0, # lambda_J
+                       n_basis: int = 300, # N', the basis size
+                       basis=None, # explicit basis row indices, overriding `n_basis`
+                      ) -> np.ndarray: # f*, (N,)
     "Plain NumPy reading of the paper's Nyström NPC step (the test oracle): explicit $P$, $T$, $T^{1/2}$ and $Y$."
     n = X.shape[0]
     idx = basis_indices(n, n_basis) if basis is None else np.asarray(basis)
@@ -186,8 +208,14 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
     return np.ascontiguousarray(H.T)
 
 # %% ../nbs/05_nystrom.ipynb #ab173b77
-def nystrom_predictability(f: np.ndarray, X: np.ndarray, *, noise: float = 0.1, n_basis: int = 300, basis=None,
-                           rtol: float = 1e-10) -> float:
+def nystrom_predictability(f: np.ndarray, # (N,) the predictor
+                           X: np.ndarray, # (N, D) the references' pre-scaled features
+                           *,
+                           noise: float = 0.1, # GP noise sigma^2 (> 0)
+                           n_basis: int = 300, # N', the basis size
+                           basis=None, # explicit basis row indices, overriding `n_basis`
+                           rtol: float = 1e-10, # truncation of the whitening of K_BB
+                          ) -> float: # f^T Q'' f / f^T C_N f
     "Sparse-GP predictability $\\mathbf f^\\top Q''\\mathbf f/\\mathbf f^\\top C_N\\mathbf f$ (e:qprime2), from the kernel statistics."
     fbar = normalize(as_predictors(f, "f", ndim=(1,)), "f")
     X = np.ascontiguousarray(X, dtype=np.float64)

@@ -19,12 +19,16 @@ from .tuning import kendall_tau, pairwise_accuracy
 @dataclass
 class ToyProblem:
     "A toy problem of Table 1: the noisy target, the references and the ground truth."
-    f0: np.ndarray
-    G: np.ndarray
-    f_gt: np.ndarray
+    f0: np.ndarray    # (n,) the initial predictor $\mathbf f^0=\mathbf f_\text{GT}+\boldsymbol\epsilon$
+    G: np.ndarray     # (n, 2) the binary references $[\mathbf g_1,\mathbf g_2]$
+    f_gt: np.ndarray  # (n,) the ground truth $\mathbf f_\text{GT}$
 
-def make_toy(problem: int, n: int = 100, noise: float = 1.0, random_state=None) -> ToyProblem:
-    "Toy problem 1 ($\\mathbf g_1-\\mathbf g_2$) or 2 ($\\operatorname{XOR}(\\mathbf g_1,\\mathbf g_2)$) with Gaussian noise of std `noise`."
+def make_toy(problem: int, # 1: $\mathbf f_\text{GT}=\mathbf g_1-\mathbf g_2$; 2: $\operatorname{XOR}(\mathbf g_1,\mathbf g_2)$
+             n: int = 100, # number of points
+             noise: float = 1.0, # standard deviation of the Gaussian noise $\boldsymbol\epsilon$ added to $\mathbf f_\text{GT}$
+             random_state=None, # seed or numpy Generator
+            ) -> ToyProblem: # $\mathbf f^0$, the references and the ground truth
+    r"Toy problem 1 ($\mathbf g_1-\mathbf g_2$) or 2 ($\operatorname{XOR}(\mathbf g_1,\mathbf g_2)$) with Gaussian noise of std `noise`."
     if problem not in (1, 2):
         raise ValueError(f"`problem` must be 1 or 2; got {problem}.")
     rng = np.random.default_rng(random_state)
@@ -36,7 +40,9 @@ def make_toy(problem: int, n: int = 100, noise: float = 1.0, random_state=None) 
     return ToyProblem(f_gt + noise * rng.normal(size=n), G, f_gt)
 
 # %% ../nbs/10_toy.ipynb #3536e42e
-def accuracy_variants(pred, f_gt) -> dict:
+def accuracy_variants(pred, # (n,) the predictor to score
+                      f_gt, # (n,) the ground truth
+                     ) -> dict: # definition -> accuracy in %
     "Candidate definitions of the toy 'rank accuracy', for comparison with the paper's numbers."
     p, y = np.asarray(pred, float), np.asarray(f_gt, float)
     dy = np.sign(y[:, None] - y[None, :]); dp = np.sign(p[:, None] - p[None, :])
@@ -61,8 +67,12 @@ def _opc_history(problem, lam, sigma2, n_iter):
         out.append(f)
     return out
 
-def run_toy(problem: ToyProblem, settings: dict = TOY_SETTINGS, random_state=None, held_out=True) -> dict:
-    "Held-out pairwise accuracy of $\\mathbf f^0$, OPC, LPC and NPC on one toy draw, with the setting and iteration chosen on a random half."
+def run_toy(problem: ToyProblem, # one draw from `make_toy`
+            settings: dict = TOY_SETTINGS, # the grids per method and the iteration cap (`TOY_SETTINGS`)
+            random_state=None, # seed or numpy Generator for the validation half
+            held_out: bool = True, # score on the other half (True) or on all points (False)
+           ) -> dict: # method ("f0", "opc", "lpc", "npc") -> pairwise accuracy in %
+    r"Held-out pairwise accuracy of $\mathbf f^0$, OPC, LPC and NPC on one toy draw, with the setting and iteration chosen on a random half."
     n = len(problem.f0)
     rng = np.random.default_rng(random_state)
     val = np.sort(rng.choice(n, size=n // 2, replace=False))
@@ -88,7 +98,11 @@ def run_toy(problem: ToyProblem, settings: dict = TOY_SETTINGS, random_state=Non
                            for ks in settings["npc"]["kernel_scale"]])
     return acc
 
-def toy_table(n_seeds: int = 10, n: int = 100, noise: float = 1.0, settings: dict = TOY_SETTINGS) -> dict:
+def toy_table(n_seeds: int = 10, # draws per toy problem
+              n: int = 100, # points per draw
+              noise: float = 1.0, # noise standard deviation of $\mathbf f^0$
+              settings: dict = TOY_SETTINGS, # the grids per method and the iteration cap
+             ) -> dict: # {'toy1': {'f0', 'opc', 'lpc', 'npc'}, 'toy2': {...}}: mean accuracy in %
     "Table 1: mean held-out pairwise accuracy (%) over `n_seeds` draws: `{'toy1': {'f0','opc','lpc','npc'}, 'toy2': {...}}`."
     out = {}
     for k in (1, 2):

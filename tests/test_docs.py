@@ -261,9 +261,27 @@ def test_page_in_browser(doms, site, page):
 
 # Pages that open with their API (issue 11): the public functions and classes a user came for, each with its
 # parameter table, come first; the derivation, the internals and their tests follow under a heading of their own.
-API_FIRST_PAGES = ('core.html', 'opc.html', 'lpc.html', 'ard.html', 'datasets.html', 'cli.html', 'io.html', 'mtl.html',
-                   'experiments/gl.html', 'experiments/pays.html', 'experiments/protocol.html',
-                   'experiments/rankers.html', 'experiments/pubfig.html')
+API_FIRST_PAGES = (
+    'core.html',
+    'opc.html',
+    'lpc.html',
+    'kernels.html',
+    'npc_exact.html',
+    'kernel_stats.html',
+    'nystrom.html',
+    'ard.html',
+    'mtl.html',
+    'toy.html',
+    'datasets.html',
+    'demo.html',
+    'cli.html',
+    'io.html',
+    'experiments/gl.html',
+    'experiments/protocol.html',
+    'experiments/pays.html',
+    'experiments/rankers.html',
+    'experiments/pubfig.html',
+)
 _re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
 
 
@@ -335,6 +353,42 @@ def test_api_comes_first(doms, page):
     assert first_i < deriv[0], f'{page}: the API ({first}) comes after "{hs[deriv[0]][2]}"'
     api = [t for i, t in docs if i < deriv[0]]
     assert api and all(t in public for t in api), f'{page}: above "{hs[deriv[0]][2]}": {api}'
+
+
+# The page that helps a reader choose a method (issue 11, item 6) comes right after the index, before the methods
+CHOOSING_PAGE = 'choosing.html'
+
+
+def test_choosing_page_comes_first(doms):
+    "The choosing page is the first page after the index, in the toctree and in the sidebar, with its method table"
+    toc = re.findall(r'<a class="reference internal" href="([^"#]+)"',
+                     re.search(r'<div class="toctree-wrapper.*?</div>', doms['index.html'], flags=re.DOTALL).group(0))
+    assert toc[0] == CHOOSING_PAGE, f'the first page after the index is {toc[0]}, not {CHOOSING_PAGE}'
+    art = _article(doms[CHOOSING_PAGE])
+    tables = [_text(t) for t in re.findall(r'<table\b.*?</table>', art, flags=re.DOTALL)]
+    methods = next((t for t in tables if 'assumes' in t), '')
+    for m in ('NPC', 'LPC', 'OPC', 'ARD', 'joint denoising', 'MTL', 'GL'):
+        assert m in methods, f'{CHOOSING_PAGE}: the method table does not list {m}'
+    assert any('N=37,322' in t for t in tables), f'{CHOOSING_PAGE}: no measured times at N = 37,322'
+    for href in ('labelfree.html', 'experiments/pays.html', 'experiments/pubfig.html'):
+        assert f'href="{href}' in art, f'{CHOOSING_PAGE}: no link to {href}'
+
+
+def test_internal_links_resolve(site):
+    "Every link from a page to another page of the site (or an anchor in it) points at something that exists"
+    bad = []
+    for f in sorted(site.rglob('*.html')):
+        if f.name.startswith('_layout_probe'): continue
+        page = f.read_text(encoding='utf-8')
+        for href in re.findall(r'<a\b[^>]*\bhref="([^"]+)"', _article(page)):
+            if re.match(r'^[a-z][a-z0-9+.-]*:', href, flags=re.IGNORECASE): continue   # http:, mailto:, ...
+            path, _, frag = html.unescape(href).partition('#')
+            target = (f.parent / path).resolve() if path else f
+            if not target.is_file():
+                bad.append(f'{f.relative_to(site)}: {href} (no such page)')
+            elif frag and target.suffix == '.html' and f'id="{frag}"' not in target.read_text(encoding='utf-8'):
+                bad.append(f'{f.relative_to(site)}: {href} (no such anchor)')
+    assert not bad, 'broken links:\n' + '\n'.join(bad[:30])
 
 
 def test_core_page_documents_normalize(doms):
@@ -543,6 +597,19 @@ def test_parameter_table_from_docments():
         "No types, no defaults: no empty columns."
     rows = [l for l in build_docs._clean_markdown_output(show_doc(h)._repr_markdown_()).splitlines() if l.startswith('| ')]
     assert rows == ['|  | **Details** |', '| -- | -- |', '| `x` | only a comment |', '| `y` |  |']
+
+
+def test_multiline_docstring_is_italic_throughout():
+    "show_doc italicises a docstring's first line only; the docs italicise its whole paragraph"
+    from nbdev.showdoc import show_doc
+
+    def f(x: int,  # the input
+          ) -> int:  # the output
+        """First line of the docstring,
+        second line with maths $a_b$ and `code`."""
+    md = build_docs._clean_markdown_output(show_doc(f)._repr_markdown_())
+    assert '*First line of the docstring,*\n*second line with maths $a_b$ and `code`.*' in md, md
+    assert '| `x` | `int` | the input |' in md
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -141,7 +141,16 @@ def _clean_markdown_output(text):
     text = re.sub(r'```python\n\s*\n', '```python\n', text)
     text = re.sub(r'(?:\n[ \t]*)+\n```(?=\n|$)', '\n```', text)
     text = re.sub(r'(\bdef [\w.]+)\(\n\s*\n\)', r'\1()', text)  # no parameters: `def f()`, not an empty line
-    return _parameter_table(text)
+    return _parameter_table(_italic_docstring(text))
+
+
+def _italic_docstring(text):
+    """show_doc italicises only the first line of a docstring (`*line 1*` then plain lines): italicise the whole
+    paragraph, line by line, where a continuation line has no `*` of its own"""
+    m = re.search(r'\n```\n+(\*[^*\n]+\*)\n((?:[^\n|*][^\n*]*\n?)+)', text)
+    if not m: return text
+    rest = '\n'.join(f'*{l.strip()}*' if l.strip() else l for l in m.group(2).rstrip('\n').split('\n'))
+    return text[:m.start(2)] + rest + ('\n' if m.group(2).endswith('\n') else '') + text[m.end(2):]
 
 
 def _top_level(s, seps):
@@ -374,13 +383,27 @@ def postprocess_html(cfg, out):
     from docutils.nodes import make_id
     prefix = _doc_host_prefix(cfg)
     bad = []
+    ids = {}
+
+    def anchor(page, frag):
+        """The id on `page` that nbdev's link to `frag` means: the symbol's own show_doc section, else its class's
+        (a method without a section of its own), else none (a private or undocumented name: the page itself)"""
+        if page not in ids:
+            ids[page] = set(re.findall(r'\bid="([^"]+)"', page.read_text(encoding='utf-8'))) if page.is_file() else None
+        if ids[page] is None: return make_id(frag)   # not a page of this site: leave the link as nbdev wrote it
+        for cand in (frag, frag.rsplit('.', 1)[0] if '.' in frag else None):
+            if cand and make_id(cand) in ids[page]: return make_id(cand)
+        return ''
+
     for f in sorted(out.rglob('*.html')):
         html = f.read_text(encoding='utf-8')
         if prefix:
             def rel(m):
                 path, _, frag = m.group(2).partition('#')
-                target = os.path.relpath(out / (path or 'index.html'), f.parent).replace(os.sep, '/')
-                return f'{m.group(1)}{target}' + (f'#{make_id(frag)}' if frag else '') + m.group(3)
+                page = out / (path or 'index.html')
+                target = os.path.relpath(page, f.parent).replace(os.sep, '/')
+                frag = anchor(page, frag) if frag else ''
+                return f'{m.group(1)}{target}' + (f'#{frag}' if frag else '') + m.group(3)
             html2 = re.sub(r'(href=")' + re.escape(prefix) + r'([^"]*)(")', rel, html)
             if html2 != html: f.write_text(html2, encoding='utf-8')
             html = html2
