@@ -340,12 +340,12 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             *,
             method: str = "npc", # "npc" (Nystrom, default), "npc-exact", "lpc" or "opc"
             n_iter="auto", # iterations of Algorithm 1: "auto" (the stopping rule, per column) or a number
-            n_basis: int = 300, # Nystrom basis size N' (npc)
+            n_basis: int = 300, # Nyström basis size $N'$ (npc)
             joint: bool = True, # denoise the references too (Algorithm 1); False keeps every other column fixed
             ard=True, # ARD relevance weights (GP methods): True, False, or a (P, P) matrix from `fit_ard_joint`
-            lam: float = 1.0, # lambda_J, the weight of predictability (lambda_O for OPC)
-            noise="auto", # GP noise sigma^2: "auto" (maximum likelihood, per column) or a number
-            kernel_scale="auto", # kernel width sigma_k^2 (sigma_O^2 for OPC): "auto" (maximum likelihood) or a number
+            lam: float = 1.0, # $\lambda_J$, the weight of predictability ($\lambda_O$ for OPC)
+            noise="auto", # GP noise $\sigma^2$: "auto" (maximum likelihood, per column) or a number
+            kernel_scale="auto", # kernel width $\sigma_k^2$ ($\sigma_O^2$ for OPC): "auto" (maximum likelihood) or a number
             basis: str = "even", # Nystrom basis rows: "even" (deterministic) or "random" (drawn with `random_state`)
             device: str = "cpu", # where npc's kernel sums run: "cpu" or "cuda"
             random_state=None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)

@@ -23,8 +23,8 @@ from .kstats import KernelStats, kernel_stats
 from .nystrom import npc_iterate
 
 # %% ../nbs/07a_labelfree.ipynb #e54629d7
-NOISE_BOUNDS = (1e-2, 1e4)      # sigma^2: below 1e-2 the Nystrom step's T^(1/2) loses digits (see the text)
-WIDTH_BOUNDS = (0.125, 32.0)    # sigma_k^2 on the scale of `kernel_features`: the ends of the grid
+NOISE_BOUNDS = (1e-2, 1e4)      # $\sigma^2$: below 1e-2 the Nystrom step's T^(1/2) loses digits (see the text)
+WIDTH_BOUNDS = (0.125, 32.0)    # $\sigma_k^2$ on the scale of `kernel_features`: the ends of the grid
 WIDTH_GRID = (0.125, 0.5, 2.0, 8.0, 32.0)
 
 def _derivative_stats(stats: KernelStats, Y: np.ndarray, block_rows: int = 4096):
@@ -49,7 +49,7 @@ class NystromEvidence:
     n: int                        # N
     stats: KernelStats = field(repr=False)
     F: np.ndarray = field(repr=False)                       # (N, k) the targets fbar
-    floor: float = NOISE_BOUNDS[0]                          # smallest sigma^2 the Nystrom step can factor here
+    floor: float = NOISE_BOUNDS[0]                          # smallest $\sigma^2$ the Nystrom step can factor here
     deriv: tuple | None = field(default=None, repr=False)   # (dM, dK_BB, dk) in the same basis, for the width gradient
 
     def energy(self, log_noise: float, j: int = 0):
@@ -95,7 +95,7 @@ class NystromEvidence:
 def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`kernel_stats`)
                      fbar,                 # (N,) or (N, k) unit-norm, centred target(s)
                      *,
-                     derivative: bool = False,  # also form the statistics of dK/dlog sigma_k^2 (one more pass)
+                     derivative: bool = False,  # also form the statistics of dK/dlog $\sigma_k^2$ (one more pass)
                     ) -> NystromEvidence:
     "Everything the marginal likelihood (LF1) needs from the $N$-sized data, for one width and any $\\sigma^2$."
     F = np.asarray(fbar, dtype=np.float64).reshape(stats.n, -1)
@@ -121,8 +121,8 @@ FIT_ROWS = 2000    # rows on which `fit_gp` searches the width (a random subsamp
 @dataclass(eq=False)
 class GPFit:
     "Type-II maximum likelihood of $\\sigma^2$ and $\\sigma_k^2$ for one target (made by `fit_gp`)."
-    noise: float                  # sigma^2
-    kernel_scale: float           # sigma_k^2
+    noise: float                  # $\sigma^2$
+    kernel_scale: float           # $\sigma_k^2$
     energy: float                 # profiled -2 log marginal likelihood at the optimum, on all N rows
     n_widths: int                 # kernel statistics formed (one pass over the rows searched each, plus one over N)
     evidence: NystromEvidence = field(repr=False)   # at the chosen width, for the guard and the stopping rule
@@ -165,7 +165,7 @@ def _search_width(fbar, X1, B1, noise, device, max_refine):
     return min(cache, key=lambda w: profiled(w)[0][1]), cache
 
 def fit_gp(fbar,              # (N,) unit-norm, centred target
-           X1,                # (N, D) its references' features at sigma_k^2 = 1 (`kernel_features(G, w, 1.0)`)
+           X1,                # (N, D) its references' features at $\sigma_k^2$ = 1 (`kernel_features(G, w, 1.0)`)
            basis,             # Nystrom basis rows
            *,
            noise="auto",      # sigma^2, or "auto" (maximum likelihood)
@@ -237,7 +237,7 @@ class RelevanceTest:
 
 def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the target at the chosen width
                    *,
-                   noise=None,                 # sigma^2 fixed by the user, or None: re-fitted for every permutation
+                   noise=None,                 # $\sigma^2$ fixed by the user, or None: re-fitted for every permutation
                    n_perm: int = 99,           # permutations (the smallest p-value is 1 / (1 + n_perm))
                    random_state=None,          # seed or Generator for the permutations
                   ) -> RelevanceTest:
@@ -259,8 +259,8 @@ def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
                           X,                    # (N, D) features of its references that do not depend on the target
                           basis,                # Nystrom basis rows
                           *,
-                          widths=WIDTH_GRID,    # sigma_k^2 searched inside the test, for the target and every permutation
-                          noise=None,           # sigma^2 fixed by the user, or None: fitted for every permutation
+                          widths=WIDTH_GRID,    # $\sigma_k^2$ searched inside the test, for the target and every permutation
+                          noise=None,           # $\sigma^2$ fixed by the user, or None: fitted for every permutation
                           n_perm: int = 99,     # permutations (the smallest p-value is 1 / (1 + n_perm))
                           random_state=None,    # seed or Generator for the subsample and the permutations
                           max_rows: int | None = FIT_ROWS,  # test on a random subsample of this many rows; None: all
@@ -285,7 +285,7 @@ KAPPA = 0.4    # the share of the GP residual the stopping rule keeps (chosen on
 
 def stopping_iteration(history: np.ndarray,        # (T + 1, N) unit-norm iterates, history[0] the input
                        evidence: NystromEvidence,  # of the input, at the chosen width
-                       noise: float,               # the chosen sigma^2
+                       noise: float,               # the chosen $\sigma^2$
                        kappa: float = KAPPA,       # the share of the GP residual kept (0: move to the GP mean)
                       ) -> int:
     "The iteration closest in angle to $\\mathbf m+\\kappa(\\mathbf y-\\mathbf m)$, the GP mean plus a share of what it leaves."
@@ -310,8 +310,8 @@ def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
 @dataclass
 class LabelFreeChoice:
     "What the label-free rules chose for one column (see `choose`), and why."
-    noise: float                  # sigma^2 used
-    kernel_scale: float           # sigma_k^2 used
+    noise: float                  # $\sigma^2$ used
+    kernel_scale: float           # $\sigma_k^2$ used
     n_iter: int                   # iterations for this column (0: left unchanged)
     p_value: float                # permutation p-value of the relevance test
     statistic: float              # its likelihood-ratio statistic (null median in `reason`)
@@ -323,14 +323,14 @@ class LabelFreeChoice:
     def denoised(self) -> bool: return self.n_iter > 0
 
 def choose(fbar,                  # (N,) unit-norm, centred column
-           X1,                    # (N, D) its references' features at sigma_k^2 = 1
+           X1,                    # (N, D) its references' features at $\sigma_k^2$ = 1
            basis,                 # Nystrom basis rows
            *,
            X_test=None,           # (N, D') features of the references that do not depend on the column (no ARD); None: X1
            noise="auto",          # sigma^2 or "auto"
            kernel_scale="auto",   # sigma_k^2 or "auto"
            n_iter="auto",         # iterations or "auto"
-           lam: float = 1.0,      # lambda_J of the run
+           lam: float = 1.0,      # $\lambda_J$ of the run
            max_iter: int = 20,    # the largest iteration the stopping rule considers
            alpha: float = 0.01,   # level of the relevance test
            n_perm: int = 99,      # permutations of the relevance test

@@ -126,11 +126,13 @@ def lpc_iterate(fbar0: np.ndarray, # the input target $\overline{\mathbf f}^0$, 
     _check_rows(fb, Gb, "fbar0", "Gbar")
     n_iter = check_int(n_iter, "n_iter", low=0)
     lam = check_scalar(lam, "lam")
-    S = np.column_stack([fb, _basis(Gb, check_scalar(rtol, "rtol", high=1.0))])
-    Gam = S.T @ S                                        # Gamma = S^T S, once
-    E = np.sqrt(lam) * np.eye(S.shape[1])[:, 1:]         # sqrt(lam) U = S E
-    C = np.zeros((S.shape[1], n_iter + 1))
-    C[0, 0] = 1.0
-    for t in range(n_iter):
-        C[:, t + 1] = _span_top(np.column_stack([C[:, t], E]), Gam, C[:, t])   # (e:lpc): Y = S M
+    rtol = check_scalar(rtol, "rtol", high=1.0)
+    with one_blas_thread():                              # a thin SVD and (r+1)-sized eigenproblems: threaded LAPACK stalls under load
+        S = np.column_stack([fb, _basis(Gb, rtol)])
+        Gam = S.T @ S                                    # Gamma = S^T S, once
+        E = np.sqrt(lam) * np.eye(S.shape[1])[:, 1:]     # sqrt(lam) U = S E
+        C = np.zeros((S.shape[1], n_iter + 1))
+        C[0, 0] = 1.0
+        for t in range(n_iter):
+            C[:, t + 1] = _span_top(np.column_stack([C[:, t], E]), Gam, C[:, t])   # (e:lpc): Y = S M
     return (S @ C).T
