@@ -283,6 +283,8 @@ API_FIRST_PAGES = (
     'experiments/gl.html',
     'experiments/protocol.html',
     'experiments/pays.html',
+    'experiments/rankers.html',
+    'experiments/pubfig.html',
 )
 _re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
 

@@ -42,7 +42,12 @@ PAPER_RANKING = {
 PAPER_CLASSIFICATION = {"f0": 77.99, "opc": 82.55, "mtl": 80.16, "npc": 86.51}
 
 # %% ../../nbs/experiments/03_pubfig.ipynb #a4090a73
-def default_fit_ranker(X_train, y_train, X_val, y_val, *, random_state=None):
+def default_fit_ranker(X_train,       # training features (n, D)
+                       y_train,       # their labels (n,)
+                       X_val,         # validation features (m, D)
+                       y_val,         # their labels (m,): the family is chosen on these
+                       *, random_state=None,  # seed for the rankers
+                      ):
     "The paper's f0: the ranker family with the best validation tau (`experiments.rankers.fit_best_ranker`)."
     from predictability.experiments.rankers import fit_best_ranker
     return fit_best_ranker(X_train, y_train, X_val, y_val, random_state=random_state).ranker
@@ -51,7 +56,8 @@ def ranker_predictions(X,                   # (N, D) features
                        Y,                   # (N, P) attribute values
                        split: Split,        # only split.train and split.val labels are read
                        *, fit_ranker=None,  # fit_ranker(X_tr, y_tr, X_val, y_val, random_state=) -> .decision_function
-                       random_state=None) -> tuple:
+                       random_state=None,   # seed passed to `fit_ranker`
+                      ) -> tuple:
     "f0: one ranker per attribute, trained on the training rows; its scores (N, P) on every row, and the rankers."
     fit_ranker = fit_ranker or default_fit_ranker
     F, rankers = np.empty((X.shape[0], Y.shape[1])), []
@@ -61,7 +67,11 @@ def ranker_predictions(X,                   # (N, D) features
         rankers.append(r)
     return F, rankers
 
-def per_class_rows(classes, rows, per_class: int, random_state=None) -> np.ndarray:
+def per_class_rows(classes,            # (N,) class of every row
+                   rows,               # the rows to draw from
+                   per_class: int,     # rows per class
+                   random_state=None,  # seed for the draw
+                  ) -> np.ndarray:
     "Up to `per_class` rows of each class drawn from `rows` (all of a class's rows where it has fewer)."
     rng = np.random.default_rng(random_state)
     rows = np.asarray(rows)
@@ -70,7 +80,13 @@ def per_class_rows(classes, rows, per_class: int, random_state=None) -> np.ndarr
 
 CLASSIFIER_CS = (0.01, 0.1, 1.0, 10.0)
 
-def classifier_log_proba(X, classes, train_rows, val_rows, *, Cs=CLASSIFIER_CS, clip: float = -50.0) -> np.ndarray:
+def classifier_log_proba(X,                # (N, D) features
+                         classes,          # (N,) class labels (only train_rows and val_rows are read)
+                         train_rows,       # rows that train the classifier
+                         val_rows,         # rows that choose C
+                         *, Cs=CLASSIFIER_CS,  # C grid of the logistic regression
+                         clip: float = -50.0,  # lower bound of the log-probabilities
+                        ) -> np.ndarray:
     "Log-probabilities (N, H) of a multinomial logistic regression trained on `train_rows`, C chosen on `val_rows`."
     best = None
     for C in Cs:
@@ -88,17 +104,17 @@ def classifier_log_proba(X, classes, train_rows, val_rows, *, Cs=CLASSIFIER_CS, 
 class PubFigConfig:
     "What one PubFig run does. `quick()` is the small form."
     n_train: int = 241                     # training images = validation images (the paper's even split)
-    n_iter: int = 20
-    n_basis: int = 300
-    npc_grid: dict = field(default_factory=lambda: dict(NPC_GRID))
-    opc_grid: dict = field(default_factory=lambda: {"lam": [1.0, 10.0], "kernel_scale": [0.5, 2.0]})
-    lpc_grid: dict = field(default_factory=lambda: {"lam": [1.0, 3.0, 10.0, 30.0]})
-    fixed: dict = field(default_factory=lambda: {"noise": 0.1, "kernel_scale": 1.0, "lam": 10.0})
+    n_iter: int = 20                       # iterations of OPC, LPC and NPC (0..n_iter chosen on validation)
+    n_basis: int = 300                     # NPC's N'
+    npc_grid: dict = field(default_factory=lambda: dict(NPC_GRID))   # NPC's settings
+    opc_grid: dict = field(default_factory=lambda: {"lam": [1.0, 10.0], "kernel_scale": [0.5, 2.0]})  # OPC's
+    lpc_grid: dict = field(default_factory=lambda: {"lam": [1.0, 3.0, 10.0, 30.0]})   # LPC's
+    fixed: dict = field(default_factory=lambda: {"noise": 0.1, "kernel_scale": 1.0, "lam": 10.0})  # ablation, control
     combine_train: bool = True             # the combination runs on every image, f0 = f|_X (`Split.rows`)
     per_class: int = 20                    # classifier: labelled images per person (training and validation each)
-    classification: bool = True
-    ablation: bool = True
-    control: bool = True
+    classification: bool = True           # run the classification comparison
+    ablation: bool = True                 # run the ablation
+    control: bool = True                  # run the decorrelated-residuals control
 
     @classmethod
     def quick(cls):
@@ -112,7 +128,9 @@ def _no_joint(cfg):
                        n_basis=cfg.n_basis, progress=False, **s).history
     return per_column_method("npc w/o joint", fn, [cfg.fixed], lambda F: {"ard": fit_ard_joint(F)})
 
-def pubfig_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
+def pubfig_methods(cfg: PubFigConfig,            # the run's configuration
+                   cache: dict | None = None,   # shared dict: identical combine runs are reused
+                  ) -> list:
     "OPC, LPC and NPC over their grids."
     kw = dict(n_iter=cfg.n_iter, cache=cache)
     return [combine_method("opc", "opc", cfg.opc_grid, **kw), combine_method("lpc", "lpc", cfg.lpc_grid, **kw),
@@ -120,7 +138,9 @@ def pubfig_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
 
 MTL_GRID = [{"lam1": 0.1, "lam2": 0.01, "rho": 1.0}]
 
-def mtl_factory(grid=MTL_GRID, n_iter: int = 50):
+def mtl_factory(grid=MTL_GRID,      # MTL's settings (lam1, lam2, rho)
+                n_iter: int = 50,   # ADMM iterations (the iteration is chosen on validation)
+               ):
     "MTL (Mejjati et al., `predictability.mtl.mtl_combine`) on all columns jointly, as an extra method of `run_split`."
     def make(data, split, rankers, labels=None):
         from predictability.mtl import mtl_combine
@@ -159,7 +179,9 @@ def gl_factory(grid=GL_GRID,              # lambda_GL x sigma_GL^2 settings (dic
         return per_column_method("gl", fn, grid, prepare)
     return make
 
-def ablation_methods(cfg: PubFigConfig, cache: dict | None = None) -> list:
+def ablation_methods(cfg: PubFigConfig,            # the run's configuration (`cfg.fixed` is the setting)
+                     cache: dict | None = None,   # shared dict: the ranking's NPC run at that setting is reused
+                    ) -> list:
     "NPC at `cfg.fixed`: final, without ARD, without joint denoising. With `cache`, final reuses the grid's run."
     kw = dict(n_iter=cfg.n_iter, n_basis=cfg.n_basis)
     return [combine_method("npc", "npc", [cfg.fixed], cache=cache, **kw),
@@ -171,10 +193,11 @@ def _gains(r, base="f0"):
 
 def run_split(data,                      # a `PubFig` (features, attributes, class_labels)
               seed: int,                 # the split's random_state
-              cfg: PubFigConfig,
+              cfg: PubFigConfig,         # what to run
               *, fit_ranker=None,        # f0 ranker (default: the paper's best-on-validation ranker)
               extra_methods=(),          # factories (data, split, rankers, labels) -> Method, e.g. MTL, GL
-              stage=None) -> dict:
+              stage=None,                # stage(name): called as each stage starts (a progress bar's label)
+             ) -> dict:
     "All measurements of one split: test scores per method for ranking (11,), classification, ablation, control."
     stage = stage or (lambda s: None)
     X, Y, cls = data.features, data.attributes, data.class_labels
@@ -206,7 +229,13 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
         out.update(control_split(F, Y, cls, sp, cfg, seed))
     return out
 
-def control_split(F, Y, cls, sp: Split, cfg: PubFigConfig, seed) -> dict:
+def control_split(F,                 # (N, P) f0 on every row
+                  Y,                 # (N, P) attribute labels
+                  cls,               # (N,) person of every row
+                  sp: Split,         # the split
+                  cfg: PubFigConfig, # the run's configuration (`cfg.fixed` is NPC's setting)
+                  seed,              # seed for the permutations
+                 ) -> dict:
     """The control on one split: within-person residuals of f0 permuted independently per attribute, among the
     unlabelled rows only (the training rows' residuals are smaller, since the rankers fitted them; moving them into
     the test rows would raise f0's level). NPC at `cfg.fixed`."""
@@ -222,8 +251,8 @@ RANKING_METHODS = ("gl", "opc", "mtl", "lpc", "npc")
 @dataclass
 class PubFigReport:
     "Per-seed test scores of a PubFig run; `to_json()` gives the command's JSON."
-    attributes: list
-    seeds: int
+    attributes: list                   # the attribute names
+    seeds: int                         # the number of splits
     ranking: dict                      # method -> (seeds, 11) Kendall tau x 100
     classification: dict               # method -> (seeds,) accuracy %
     ablation: dict                     # variant -> (seeds, 11)
@@ -273,8 +302,13 @@ class PubFigReport:
                          "without_joint": gain(self.ablation, "npc w/o joint")},
         }
 
-def run_pubfig(data, *, seeds: int = 10, cfg: PubFigConfig | None = None, fit_ranker=None, extra_methods=(),
-               progress: bool = True) -> PubFigReport:
+def run_pubfig(data,                            # a `PubFig` (`datasets.load_pubfig`)
+               *, seeds: int = 10,              # splits 0..seeds-1
+               cfg=None,                        # a `PubFigConfig`: what to run; None: `PubFigConfig()`
+               fit_ranker=None,                 # f0 ranker (default: the paper's best-on-validation ranker)
+               extra_methods=(),                # factories (data, split, rankers, labels) -> Method: GL, MTL
+               progress: bool = True,           # a tqdm bar over the splits
+              ) -> PubFigReport:
     "The PubFig experiments over splits 0..seeds-1."
     cfg = cfg or PubFigConfig()
     if int(seeds) != seeds or seeds < 2:
@@ -292,9 +326,11 @@ def run_pubfig(data, *, seeds: int = 10, cfg: PubFigConfig | None = None, fit_ra
                         stack("control"), np.array(acc["residual_r"]), np.array(acc.get("control_residual_r", [])))
 
 # %% ../../nbs/experiments/03_pubfig.ipynb #91765135
-def ranking_table(rep: PubFigReport, *, paper: bool = True,  # add the paper's f0 and NPC columns (PubFig's 11 attributes)
+def ranking_table(rep: PubFigReport,       # a run's per-split scores
+                  *, paper: bool = True,  # add the paper's f0 and NPC columns (PubFig's 11 attributes)
                   std: bool = True,         # gains as "mean (std)"; False: the mean and its mark only (narrower)
-                  vs: bool = True) -> pd.DataFrame:  # the "npc vs." columns
+                  vs: bool = True,          # the "npc vs." columns
+                 ) -> pd.DataFrame:
     "The supplement's layout (f0 mean (std), gains with +/- marks, NPC vs. the others), the paper's numbers beside."
     order = ["f0", *RANKING_METHODS]                      # the paper's column order, LPC before NPC
     scores = {m: rep.ranking[m] for m in sorted(rep.ranking, key=lambda m: order.index(m) if m in order else 99)}
@@ -308,7 +344,9 @@ def ranking_table(rep: PubFigReport, *, paper: bool = True,  # add the paper's f
         t["paper npc"] = [f"{v:.2f}" for v in PAPER_RANKING["npc"]] + [f"{np.mean(PAPER_RANKING['npc']):.2f}"]
     return t
 
-def mean_table(rep: PubFigReport, *, alpha: float = 0.05) -> pd.DataFrame:
+def mean_table(rep: PubFigReport,       # a run's per-split scores
+               *, alpha: float = 0.05,  # significance level
+              ) -> pd.DataFrame:
     "Per method: the mean over attributes (f0's tau, the others' gains), the attributes with a significant gain or loss, and the paper's mean."
     f0 = rep.ranking["f0"]
     order = ["f0", *RANKING_METHODS]
@@ -324,7 +362,8 @@ def mean_table(rep: PubFigReport, *, alpha: float = 0.05) -> pd.DataFrame:
                    "paper": None if paper is None else round(float(np.mean(paper)), 2)}
     return pd.DataFrame(rows).T
 
-def classification_table(rep: PubFigReport) -> pd.DataFrame:
+def classification_table(rep: PubFigReport,  # a run's per-split scores
+                        ) -> pd.DataFrame:
     "Mean accuracy (std), the gain over f0 with its paired-t p, and the paper's accuracy."
     f0 = rep.classification["f0"]
     rows = {}
@@ -336,7 +375,8 @@ def classification_table(rep: PubFigReport) -> pd.DataFrame:
                    "p": round(p, 4) if m != "f0" else None, "paper": PAPER_CLASSIFICATION.get(m)}
     return pd.DataFrame(rows).T
 
-def summary_table(rep: PubFigReport) -> pd.DataFrame:
+def summary_table(rep: PubFigReport,  # a run's per-split scores
+                 ) -> pd.DataFrame:
     "Ablation and control: mean gain over f0 (std over seeds) and the residual correlation."
     rows = {}
     for k, v in rep.ablation.items():
@@ -381,7 +421,8 @@ def _cmd_pubfig(args) -> int:
         print(f"wrote {args.scores}")
     return 0
 
-def add_pubfig_command(subparsers) -> argparse.ArgumentParser:
+def add_pubfig_command(subparsers,   # an argparse subparsers object
+                      ) -> argparse.ArgumentParser:
     "Add `pubfig` to an argparse subparsers object."
     p = subparsers.add_parser("pubfig", help="rerun the paper's PubFig experiments and print the tables",
                               description="Ranking (f0, GL, OPC, MTL, LPC, NPC over 11 attributes), classification, ablation "
@@ -409,7 +450,8 @@ def add_pubfig_command(subparsers) -> argparse.ArgumentParser:
 # %% ../../nbs/experiments/03_pubfig.ipynb #a51fbbbb
 def relevance_with_random(F,                    # (N, P) predictors
                           n_random: int = 5,    # random references appended to each target's references
-                          *, random_state=None) -> np.ndarray:
+                          *, random_state=None,  # seed for the random references
+                         ) -> np.ndarray:
     "ARD relevance (summing to 1) of the other P-1 columns and `n_random` Gaussian columns, for each column as target."
     F = np.asarray(F, dtype=np.float64)
     R = np.random.default_rng(random_state).normal(size=(F.shape[0], n_random))

@@ -114,11 +114,17 @@ class LinearRankSVM(BaseEstimator):
         return (X - self.mean_) / self.scale_ @ self.coef_
 
 # %% ../../nbs/experiments/00_rankers.ipynb #d61e11a5
-def rbf_kernel(A, B, kernel_scale: float) -> np.ndarray:
+def rbf_kernel(A,                      # (M, D) inputs
+               B,                      # (K, D) inputs
+               kernel_scale: float,    # sigma_k^2
+              ) -> np.ndarray:
     "Gaussian kernel matrix $k(\\mathbf a,\\mathbf b)=\\exp(-\\|\\mathbf a-\\mathbf b\\|^2/\\sigma_k^2)$, with `kernel_scale` $=\\sigma_k^2$."
     return np.exp(-np.maximum(euclidean_distances(A, B, squared=True), 0.0) / kernel_scale)
 
-def median_sq_distance(X, *, max_rows: int = 1000, random_state=0) -> float:
+def median_sq_distance(X,                   # (N, D) inputs
+                       *, max_rows: int = 1000,  # at most this many rows, sampled
+                       random_state=0,      # seed for the sampling
+                      ) -> float:
     "The median heuristic: median squared distance between distinct rows of `X` (at most `max_rows` rows, sampled)."
     X = _check_X(X)
     if len(X) > max_rows:
@@ -130,7 +136,10 @@ def median_sq_distance(X, *, max_rows: int = 1000, random_state=0) -> float:
                          "pass `kernel_scale` explicitly.")
     return med
 
-def kmeans_basis(X, n_basis: int = 500, *, random_state=None) -> np.ndarray:
+def kmeans_basis(X,                     # (N, D) inputs (no labels)
+                 n_basis: int = 500,    # N', the number of centres
+                 *, random_state=None,  # seed for k-means
+                ) -> np.ndarray:
     "`n_basis` k-means centres of the rows of `X` (the GL basis); the distinct rows themselves when there are fewer."
     X = _check_X(X)
     if int(n_basis) != n_basis or n_basis < 1:
@@ -285,7 +294,8 @@ class MLPRanker(BaseEstimator):
 # %% ../../nbs/experiments/00_rankers.ipynb #7cc5f826
 FAMILIES = ("linear", "kernel", "laplacian", "mlp")
 
-def default_grids(median: float) -> dict:
+def default_grids(median: float,   # the median squared distance of the training inputs
+                 ) -> dict:
     "The grid of each family; kernel scales are multiples of `median`, the median squared distance of the training X."
     scales = [0.5 * median, median, 2.0 * median]
     return {"linear": [{"C": c} for c in (0.001, 0.01, 0.1)],
@@ -296,10 +306,10 @@ def default_grids(median: float) -> dict:
 @dataclass
 class BestRanker:
     "What `fit_best_ranker` returns: the fitted ranker, its family, its settings, its validation tau and all scores."
-    ranker: BaseEstimator
-    family: str
-    params: dict
-    val_tau: float
+    ranker: BaseEstimator         # the fitted ranker (has `decision_function`)
+    family: str                   # its family, one of `FAMILIES`
+    params: dict                  # its settings
+    val_tau: float                # its validation Kendall tau x 100
     scores: list = field(default_factory=list, repr=False)   # (family, params, validation tau) of every fit
 
 def _make(family, params, basis, random_state):
@@ -311,13 +321,16 @@ def _make(family, params, basis, random_state):
         return LaplacianRankSVM(**params, basis=basis, random_state=random_state)
     return MLPRanker(**params, random_state=random_state)
 
-def fit_best_ranker(X_train, y_train,       # labelled training rows (N, D) and labels (N,)
-                    X_val, y_val,           # labelled validation rows and labels: the choice is made on these
+def fit_best_ranker(X_train,                # labelled training rows (N, D)
+                    y_train,                # their labels (N,), larger = ranked higher
+                    X_val,                  # labelled validation rows (M, D): the choice is made on these
+                    y_val,                  # their labels (M,)
                     *, families=FAMILIES,   # ranker families to try, any of "linear", "kernel", "laplacian", "mlp"
                     X_unlabelled=None,      # unlabelled rows (M, D): for the basis and the Laplacian graph
                     grids: dict | None = None,  # family -> list of parameter dicts; None: `default_grids`
                     n_basis: int = 500,     # N' of the shared k-means basis
-                    random_state=None) -> BestRanker:  # seed: basis, pairs and MLP initialisation
+                    random_state=None,      # seed: basis, pairs and MLP initialisation
+                   ) -> BestRanker:
     "The paper's f⁰: the ranker (family x grid) with the best validation Kendall tau, fitted on the training rows."
     X_train, y_train = _check_Xy(X_train, y_train, ("X_train", "y_train"))
     X_val, y_val = _check_Xy(X_val, y_val, ("X_val", "y_val"))
