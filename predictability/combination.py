@@ -40,7 +40,11 @@ def _map_columns(fn, cols, n_jobs: int):
     with ThreadPoolExecutor(max_workers=min(n_jobs, len(cols))) as ex:
         return list(ex.map(lambda p: ctx.copy().run(fn, p), cols))
 
-def joint_step(Hbar: np.ndarray, step, update, n_jobs: int = 1) -> np.ndarray:
+def joint_step(Hbar: np.ndarray, # the predictors $\overline H^t$, (N, P)
+               step, # `step(p, Hbar)`: the update of column `p` against the others
+               update, # the columns to update
+               n_jobs: int = 1, # threads computing the columns
+              ) -> np.ndarray: # $\overline H^{t+1}$, (N, P)
     "One Jacobi sweep of Algorithm 1: column `p` (for `p` in `update`) becomes `step(p, Hbar)`; the others are kept. The columns are independent, so `n_jobs` threads may compute them."
     new = Hbar.copy()
     update = list(update)

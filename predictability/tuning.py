@@ -29,7 +29,9 @@ def _check_labels(labels, name: str = "labels") -> np.ndarray:
                          "same. Label points with different values.")
     return y
 
-def kendall_tau(pred, labels) -> float:
+def kendall_tau(pred, # the predictions, (n,)
+                labels, # the true values at the same rows, (n,)
+               ) -> float: # $100\times\tau_b$, in [-100, 100]
     "$100\\times$ Kendall's $\\tau_b$ between predictions and labels (0 for a constant prediction, which ranks nothing)."
     pred = np.asarray(pred, dtype=np.float64).ravel(); labels = _check_labels(labels)
     if pred.shape != labels.shape:
@@ -39,14 +41,18 @@ def kendall_tau(pred, labels) -> float:
     tau = stats.kendalltau(pred, labels).statistic
     return 0.0 if not np.isfinite(tau) else 100.0 * float(tau)   # NaN only for a constant `pred` now
 
-def pairwise_accuracy(pred, labels) -> float:
+def pairwise_accuracy(pred, # the predictions, (n,)
+                      labels, # the true values at the same rows, (n,)
+                     ) -> float: # the percentage of pairs with different labels ordered correctly
     "Percentage of pairs with different labels ordered correctly by `pred` (ties in `pred` count 1/2)."
     p = np.asarray(pred, dtype=np.float64).ravel(); y = _check_labels(labels)
     dy = np.sign(y[:, None] - y[None, :]); dp = np.sign(p[:, None] - p[None, :])
     mask = dy != 0
     return float(100.0 * np.mean(np.where(dp[mask] == 0, 0.5, dp[mask] == dy[mask])))
 
-def accuracy(scores, labels) -> float:
+def accuracy(scores, # class scores, (n, H)
+             labels, # class indices 0..H-1, (n,)
+            ) -> float: # the percentage of rows whose largest score is the label
     "Percentage of rows whose arg-max score is the label (class indices 0..H-1)."
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 2:
@@ -65,11 +71,11 @@ DEFAULT_GRID = {"noise": [0.03, 0.1, 0.3], "kernel_scale": [0.5, 1.0, 2.0], "lam
 @dataclass
 class TuneResult:
     "What `tune` returns: the chosen settings, the iteration, its validation score, the result and the whole table."
-    params: dict
-    n_iter: int
-    score: float
-    result: CombineResult
-    table: pd.DataFrame
+    params: dict           # the chosen settings (a list of dicts, one per column, with `per_column=True`)
+    n_iter: int            # the chosen iteration (a list with `per_column=True`)
+    score: float           # its validation score (the mean over columns with `per_column=True`)
+    result: CombineResult  # the run at the chosen setting up to the chosen iteration (`per_column`: the input and the choice)
+    table: pd.DataFrame    # every setting and iteration with its validation score
 
 LAMBDA_GRID = [1.0, 10.0, 100.0]   # lambda_J: the paper's best region on PubFig is 10 to 100
 
