@@ -198,7 +198,7 @@ def _check_values(v, n: int, name: str, n_name: str):
     return v
 
 def gram_stats_reference(X, # (N, D) pre-scaled features
-                         B, # (N', D) basis features
+                         B, # ($N'$, D) basis features
                          f, # (N,) or (N, H) values
                         ): # $(K^\top K, K^\top\mathbf f, K^\top\mathbf 1)$
     "Oracle for `gram_stats`: $(K^\\top K, K^\\top\\mathbf f, K^\\top\\mathbf 1)$ with $K$ = `gaussian_kernel(X, B)` formed whole."
@@ -208,8 +208,8 @@ def gram_stats_reference(X, # (N, D) pre-scaled features
     return K.T @ K, K.T @ f, K.sum(axis=0)
 
 def kernel_matvec_reference(X, # (N, D) pre-scaled features
-                            B, # (N', D) basis features
-                            u, # (N',) or (N', H) coefficients
+                            B, # ($N'$, D) basis features
+                            u, # ($N'$,) or ($N'$, H) coefficients
                            ): # $K\mathbf u$, (N,) or (N, H)
     "Oracle for `kernel_matvec`: $K\\mathbf u$ with $K$ = `gaussian_kernel(X, B)` formed whole."
     X, B = _check_pair(X, B)
@@ -443,7 +443,7 @@ def _sum_chunks(parts):
     return M, KF
 
 def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
-               B, # (N', D) basis features, rows of the same feature map
+               B, # ($N'$, D) basis features, rows of the same feature map
                f, # (N,) or (N, H) values: $K^\top\mathbf f$ is formed in the same pass
                *,
                block_rows=None, # rows of $K$ per block (None: about 2 MB of $K$)
@@ -483,8 +483,8 @@ def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
         _blas.dgemm(1.0, U.T, Kb.T, beta=0.0, c=out[s:e].T, overwrite_c=1)
 
 def kernel_matvec(X, # (N, D) pre-scaled features
-                  B, # (N', D) basis features
-                  u, # (N',) or (N', H) coefficients
+                  B, # ($N'$, D) basis features
+                  u, # ($N'$,) or ($N'$, H) coefficients
                   *,
                   block_rows=None, # rows of $K$ per block (None: about 2 MB of $K$)
                   n_threads=None, # worker threads (None: the CPUs this process may use)
@@ -508,11 +508,11 @@ def kernel_matvec(X, # (N, D) pre-scaled features
 
 # %% ../nbs/03_kernels.ipynb #0f2a4c73
 def kernel_matrix(X, # (N, D) pre-scaled features
-                  B, # (N', D) basis features
+                  B, # ($N'$, D) basis features
                   *,
                   block_rows=None, # rows per block of the fused pass (None: about 2 MB)
                   n_threads=None, # worker threads (None: the CPUs this process may use)
-                 ) -> np.ndarray: # $K$, (N, N')
+                 ) -> np.ndarray: # $K$, (N, $N'$)
     """$K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$ formed whole, (N, N') float64, with the fused kernel.
 
     Same result as `gaussian_kernel(X, B)` to round-off; use it when N*N' doubles fit in memory."""

@@ -23,8 +23,8 @@ from .kernels import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _
 class Whitening:
     "$\\Psi = \\Pi_r L_{11}^{-\\top}$ from a pivoted Cholesky of $K_{BB}$, so that $\\Psi^\\top K_{BB}\\Psi = I_r$; made by `whiten`."
     piv: np.ndarray   # the r basis points kept, in pivot order
-    L: np.ndarray     # (r, r) lower-triangular Cholesky factor of K_BB[piv][:, piv]
-    n: int            # N', the number of basis points
+    L: np.ndarray     # (r, r) lower-triangular Cholesky factor of $K_{BB}$[piv][:, piv]
+    n: int            # $N'$, the number of basis points
 
     @property
     def rank(self) -> int:
@@ -46,7 +46,7 @@ class Whitening:
         Z = linalg.solve_triangular(self.L, Z.T, lower=True, check_finite=False)
         return 0.5 * (Z + Z.T)
 
-def whiten(KBB: np.ndarray,  # (N', N') symmetric PSD kernel matrix of the basis
+def whiten(KBB: np.ndarray,  # ($N'$, $N'$) symmetric PSD kernel matrix of the basis
            rtol: float = 1e-10,  # stop when the largest remaining pivot is below rtol * trace(KBB)
           ) -> Whitening:
     "Pivoted-Cholesky whitening of `KBB` (LAPACK `pstrf`), truncated at numerical rank."
@@ -117,14 +117,14 @@ def _rmatvec_streamed(X, B, V, block_rows=None, n_threads=None):
 @dataclass(eq=False)
 class KernelStats:
     "The $N'$-sized statistics of $K_{GB}$ for features `X` and basis `B`, and the products with $K_{GB}$; made by `kernel_stats`."
-    M: np.ndarray                 # K^T K, (N', N')
-    ks: np.ndarray                # K^T 1, (N',)
-    KBB: np.ndarray               # K_BB, (N', N')
+    M: np.ndarray                 # K^T K, ($N'$, $N'$)
+    ks: np.ndarray                # K^T 1, ($N'$,)
+    KBB: np.ndarray               # $K_{BB}$, ($N'$, $N'$)
     kf: np.ndarray | None         # K^T f for the `f` given to `kernel_stats`, else None
     backend: str                  # "dense", "streamed" or "cuda"
     X: np.ndarray = field(repr=False)                        # (N, D) the features the statistics were formed from
-    B: np.ndarray = field(repr=False)                        # (N', D) the basis features
-    K: np.ndarray | None = field(default=None, repr=False)   # K_GB when stored (dense backend)
+    B: np.ndarray = field(repr=False)                        # ($N'$, D) the basis features
+    K: np.ndarray | None = field(default=None, repr=False)   # $K_{GB}$ when stored (dense backend)
     rtol: float = 1e-10           # truncation of the whitening (`whiten`)
     cache: dict = field(default_factory=dict, repr=False)    # small factorisations derived from the statistics
 
@@ -179,12 +179,12 @@ class KernelStats:
         return sum(a.nbytes for a in (self.M, self.KBB, self.K) if a is not None)
 
 def kernel_stats(X,                      # (N, D) pre-scaled features (`kernel_features`)
-                 B,                      # (N', D) basis features, rows of the same feature map
+                 B,                      # ($N'$, D) basis features, rows of the same feature map
                  f=None,                 # optional (N,) or (N, H): K^T f is formed in the same pass
                  *,
                  device: str = "cpu",    # "cpu" or "cuda"
-                 max_kernel_mb: float = 256,   # store K_GB when it takes at most this (dense backend); 0 streams
-                 rtol: float = 1e-10,    # truncation of the whitening of K_BB
+                 max_kernel_mb: float = 256,   # store $K_{GB}$ when it takes at most this (dense backend); 0 streams
+                 rtol: float = 1e-10,    # truncation of the whitening of $K_{BB}$
                 ) -> KernelStats:
     "The statistics of $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$ that NPC needs, by the backend that fits."
     X, B = _check_pair(X, B)

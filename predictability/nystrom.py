@@ -17,8 +17,8 @@ from .kstats import KernelStats, kernel_stats
 
 # %% ../nbs/05_nystrom.ipynb #6a7ac1a5
 def basis_indices(n: int, # N, the number of points
-                  n_basis: int, # N', the basis size (>= 1; clipped to N)
-                 ) -> np.ndarray: # sorted row indices, (N',)
+                  n_basis: int, # $N'$, the basis size (>= 1; clipped to N)
+                 ) -> np.ndarray: # sorted row indices, ($N'$,)
     "Evenly spaced row indices $\\operatorname{round}(j(N-1)/(N'-1))$ for the Nyström basis; $N'$ is clipped to $N$."
     if n_basis < 1:
         raise ValueError(f"`n_basis` must be >= 1; got {n_basis}.")
@@ -100,20 +100,20 @@ def power_method(S: np.ndarray, # a symmetric PSD matrix, (n, n)
 
 # %% ../nbs/05_nystrom.ipynb #ed8f4cfb
 def npc_update(fbar_t: np.ndarray,      # (N,) the current target, unit norm and centred
-               stats: KernelStats,       # statistics of K_GB for the references' features (`kernel_stats`)
+               stats: KernelStats,       # statistics of $K_{GB}$ for the references' features (`kernel_stats`)
                *,
-               noise: float = 0.1,       # GP noise sigma^2 (> 0)
-               lam: float = 1.0,         # lambda_J, the weight of predictability
-               kf=None,                  # K_GB^T fbar_t when already known (e.g. `stats.kf`)
+               noise: float = 0.1,       # GP noise $\sigma^2$ (> 0)
+               lam: float = 1.0,         # $\lambda_J$, the weight of predictability
+               kf=None,                  # $K_{GB}$^T fbar_t when already known (e.g. `stats.kf`)
               ) -> np.ndarray:
     "One Nyström NPC update (e:objectivef) with $Q''$ (e:qprime2) through the $Y$-decomposition (e:Ydecomp), on given statistics."
-    with one_blas_thread():                                   # N'-sized work and GEMVs: threads only cost here
+    with one_blas_thread():                                   # $N'$-sized work and GEMVs: threads only cost here
         kf = stats.rmatvec(fbar_t) if kf is None else kf
         S, Phi = _small_problem(stats, kf, noise, lam)
         _, e = _top_eigvec(S)
-        u = stats.whitening(Phi @ e[1:])                      # K_GB T^(1/2) e_1 = K_GB u
+        u = stats.whitening(Phi @ e[1:])                      # $K_{GB}$ T^(1/2) e_1 = $K_{GB}$ u
         Ku = stats.matvec(u)
-    f = e[0] * fbar_t + np.sqrt(lam) * (Ku - Ku.mean())       # Y e, with the centred K_GB block
+    f = e[0] * fbar_t + np.sqrt(lam) * (Ku - Ku.mean())       # Y e, with the centred $K_{GB}$ block
     nf = np.linalg.norm(f)
     if not np.isfinite(nf) or nf == 0:
         raise FloatingPointError("NPC step produced a degenerate vector; check `noise` and the features.")
@@ -132,13 +132,13 @@ def _check_step_args(fbar_t, n, noise, lam):
 def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
              X: np.ndarray, # (N, D) the references' pre-scaled features (`kernel_features`)
              *,
-             noise: float = 0.1, # GP noise sigma^2 (> 0)
-             lam: float = 1.0, # lambda_J, the weight of predictability
-             n_basis: int = 300, # N', the Nystrom basis size (evenly spaced rows)
+             noise: float = 0.1, # GP noise $\sigma^2$ (> 0)
+             lam: float = 1.0, # $\lambda_J$, the weight of predictability
+             n_basis: int = 300, # $N'$, the Nystrom basis size (evenly spaced rows)
              basis=None, # explicit basis row indices, overriding `n_basis`
              device: str = "cpu", # "cpu" or "cuda"
-             rtol: float = 1e-10, # truncation of the whitening of K_BB
-             max_kernel_mb: float = 256, # store K_GB when it takes at most this; 0 streams
+             rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$
+             max_kernel_mb: float = 256, # store $K_{GB}$ when it takes at most this; 0 streams
             ) -> np.ndarray: # f*, (N,)
     "One Nyström NPC update from the features `X`: `kernel_stats` then `npc_update`; returns the unit-norm, centred, oriented $\\mathbf f^*$."
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -151,9 +151,9 @@ def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centre
 def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
                        X: np.ndarray, # (N, D) the references' pre-scaled features
                        *,
-                       noise: float = 0.1, # GP noise sigma^2 (> 0)
-                       lam: float = 1.0, # lambda_J
-                       n_basis: int = 300, # N', the basis size
+                       noise: float = 0.1, # GP noise $\sigma^2$ (> 0)
+                       lam: float = 1.0, # $\lambda_J$
+                       n_basis: int = 300, # $N'$, the basis size
                        basis=None, # explicit basis row indices, overriding `n_basis`
                       ) -> np.ndarray: # f*, (N,)
     "Plain NumPy reading of the paper's Nyström NPC step (the test oracle): explicit $P$, $T$, $T^{1/2}$ and $Y$."
@@ -162,7 +162,7 @@ def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm 
     B = X[idx]
     KGB, KBB = gaussian_kernel(X, B), gaussian_kernel(B, B)            # (e:nystromapprox)
     M = KGB.T @ KGB
-    P = np.linalg.inv(M + noise * KBB)                                 # (e:qprime2), with sigma^2
+    P = np.linalg.inv(M + noise * KBB)                                 # (e:qprime2), with $\sigma^2$
     T = 2 * P - P @ M @ P
     T = 0.5 * (T + T.T)
     try:
@@ -180,8 +180,8 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
                 stats: KernelStats,      # statistics of the (fixed) references' features
                 n_iter: int,             # number of NPC updates
                 *,
-                noise: float = 0.1,      # GP noise sigma^2 (> 0)
-                lam: float = 1.0,        # lambda_J
+                noise: float = 0.1,      # GP noise $\sigma^2$ (> 0)
+                lam: float = 1.0,        # $\lambda_J$
                ) -> np.ndarray:
     "`n_iter` NPC updates with fixed references, in the span of $[\\overline{\\mathbf f}^0, C_NK_{GB}]$; returns the history (n_iter + 1, N)."
     fbar0 = _check_step_args(fbar0, stats.n, noise, lam)
@@ -201,7 +201,7 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
             if not (np.isfinite(nrm2) and nrm2 > 0):
                 raise FloatingPointError("NPC iteration produced a degenerate vector; check `noise` and the features.")
             alpha[t + 1], D[:, t + 1] = a / np.sqrt(nrm2), d / np.sqrt(nrm2)
-        U = stats.whitening(Phi @ D)                           # basis coordinates, (N', n_iter + 1)
+        U = stats.whitening(Phi @ D)                           # basis coordinates, ($N'$, n_iter + 1)
     KU = stats.matvec(U)                                       # the history in one GEMM
     H = fbar0[:, None] * alpha + (KU - KU.mean(0))
     H /= np.linalg.norm(H, axis=0)             # the span's norms carry round-off of the quadratic form; unit exactly
@@ -211,10 +211,10 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
 def nystrom_predictability(f: np.ndarray, # (N,) the predictor
                            X: np.ndarray, # (N, D) the references' pre-scaled features
                            *,
-                           noise: float = 0.1, # GP noise sigma^2 (> 0)
-                           n_basis: int = 300, # N', the basis size
+                           noise: float = 0.1, # GP noise $\sigma^2$ (> 0)
+                           n_basis: int = 300, # $N'$, the basis size
                            basis=None, # explicit basis row indices, overriding `n_basis`
-                           rtol: float = 1e-10, # truncation of the whitening of K_BB
+                           rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$
                           ) -> float: # f^T Q'' f / f^T C_N f
     "Sparse-GP predictability $\\mathbf f^\\top Q''\\mathbf f/\\mathbf f^\\top C_N\\mathbf f$ (e:qprime2), from the kernel statistics."
     fbar = normalize(as_predictors(f, "f", ndim=(1,)), "f")
