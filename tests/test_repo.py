@@ -113,3 +113,11 @@ def test_benchmark_scripts_start():
         r = subprocess.run([sys.executable, str(script), "--help"], cwd=ROOT, capture_output=True, text=True,
                            timeout=300)
         assert r.returncode == 0 and "usage" in r.stdout, f"{script.name}: {r.stderr[-1500:]}"
+
+
+def test_show_doc_outputs_are_current():
+    "The docs site shows the notebooks' saved show_doc outputs: each must match what the package renders now"
+    import sys
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "refresh_show_doc.py"), "--check"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
