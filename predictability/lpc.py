@@ -8,9 +8,9 @@ __all__ = ['reference_basis', 'check_collinear', 'linear_predictability', 'lpc_s
 # %% ../nbs/02_lpc.ipynb #7a85fca1
 import numpy as np
 
-from .core import as_predictors, check_int, check_scalar, normalize, one_blas_thread
+from .core import as_predictors, check_scalar, normalize, one_blas_thread
 from .kernels import _normalize_fast
-from .opc import _check_rows, _span_top, _top_direction
+from .opc import _check_rows, _fixed_run_inputs, _span_top, _top_direction
 
 # %% ../nbs/02_lpc.ipynb #575c582e
 def reference_basis(Gbar: np.ndarray, # the references, (N, R)
@@ -121,11 +121,7 @@ def lpc_iterate(fbar0: np.ndarray, # the input target $\overline{\mathbf f}^0$, 
                 rtol: float = 1e-10, # singular values below `rtol` $\cdot s_1$ count as zero
                ) -> np.ndarray: # the history $[\overline{\mathbf f}^0,\dots,\overline{\mathbf f}^T]$, (T + 1, N)
     r"`n_iter` steps of `lpc_step` against fixed references, run in the span of $[\overline{\mathbf f}^0,U]$: one SVD of the references, $O(r^3)$ per step, one product for the history."
-    fb = normalize(as_predictors(fbar0, "fbar0", ndim=(1,)), "fbar0")
-    Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
-    _check_rows(fb, Gb, "fbar0", "Gbar")
-    n_iter = check_int(n_iter, "n_iter", low=0)
-    lam = check_scalar(lam, "lam")
+    fb, Gb, n_iter, lam = _fixed_run_inputs(fbar0, Gbar, n_iter, lam)
     rtol = check_scalar(rtol, "rtol", high=1.0)
     with one_blas_thread():                              # a thin SVD and (r+1)-sized eigenproblems: threaded LAPACK stalls under load
         S = np.column_stack([fb, _basis(Gb, rtol)])

@@ -101,6 +101,13 @@ def _span_top(M: np.ndarray, Gam: np.ndarray, c: np.ndarray) -> np.ndarray:
     d /= np.sqrt(d @ Gam @ d)                            # unit norm: ||S d||^2 = d^T Gamma d
     return d if d @ Gam @ c >= 0 else -d                 # orient: (S d)^T (S c) >= 0
 
+def _fixed_run_inputs(fbar0, Gbar, n_iter, lam):
+    "A run against fixed references: the target and the references projected onto $\\mathcal M$, `n_iter` and `lam` checked."
+    fb = normalize(as_predictors(fbar0, "fbar0", ndim=(1,)), "fbar0")
+    Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
+    _check_rows(fb, Gb, "fbar0", "Gbar")
+    return fb, Gb, check_int(n_iter, "n_iter", low=0), check_scalar(lam, "lam")
+
 # %% ../nbs/01_opc.ipynb #c1360230
 def opc_iterate(fbar0: np.ndarray, # the input target $\overline{\mathbf f}^0$, (N,)
                 Gbar: np.ndarray, # the fixed references, (N, R)
@@ -109,11 +116,7 @@ def opc_iterate(fbar0: np.ndarray, # the input target $\overline{\mathbf f}^0$, 
                 sigma2: float = 1.0, # $\sigma_O^2$, the width of the weights $w_i$, > 0
                ) -> np.ndarray: # the history $[\overline{\mathbf f}^0,\dots,\overline{\mathbf f}^T]$, (T + 1, N)
     r"`n_iter` steps of `opc_step` against fixed references, run in the span of $[\overline{\mathbf f}^0,\overline G]$: one $O(NR^2)$ Gram, $O(R^3)$ per step, one product for the history."
-    fb = normalize(as_predictors(fbar0, "fbar0", ndim=(1,)), "fbar0")
-    Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
-    _check_rows(fb, Gb, "fbar0", "Gbar")
-    n_iter = check_int(n_iter, "n_iter", low=0)
-    lam = check_scalar(lam, "lam")
+    fb, Gb, n_iter, lam = _fixed_run_inputs(fbar0, Gbar, n_iter, lam)
     sigma2 = check_scalar(sigma2, "sigma2", strict=True)
     S = np.column_stack([fb, Gb])
     Gam = S.T @ S                                        # Gamma = S^T S, once

@@ -115,6 +115,18 @@ def _best_kernel_svm(X, y, Xv, yv, grid, basis, max_pairs, seed):
             best = (r, dict(params), tau)
     return best
 
+def _check_pool_inputs(X_train, Y_train, X_val, Y_val, X_unlabelled):
+    X_train = _check_X(X_train, "X_train"); X_val = _check_X(X_val, "X_val")
+    Y_train = np.asarray(Y_train, dtype=np.float64); Y_val = np.asarray(Y_val, dtype=np.float64)
+    if Y_train.ndim != 2 or Y_train.shape[0] != X_train.shape[0]:
+        raise ValueError(f"`Y_train` must be (N, P) labels, one row per row of `X_train`; got shape {Y_train.shape}.")
+    if Y_val.ndim != 2 or Y_val.shape != (X_val.shape[0], Y_train.shape[1]):
+        raise ValueError(f"`Y_val` must be ({X_val.shape[0]}, {Y_train.shape[1]}); got shape {Y_val.shape}.")
+    parts = [X_train, X_val] + ([] if X_unlabelled is None else [_check_X(X_unlabelled, "X_unlabelled")])
+    if len({p.shape[1] for p in parts}) != 1:
+        raise ValueError("`X_train`, `X_val` and `X_unlabelled` must have the same number of features.")
+    return X_train, Y_train, X_val, Y_val, np.vstack(parts)
+
 def gl_pool(X_train,                    # labelled training inputs (N, D)
             Y_train,                    # their labels (N, P), one column per task
             X_val,                      # validation inputs (M, D): C and sigma_k^2 are tuned on these
@@ -128,20 +140,12 @@ def gl_pool(X_train,                    # labelled training inputs (N, D)
             random_state=None,          # seed for k-means and pair sampling
            ) -> GLPool:
     "Train the target's and the references' kernel rank SVMs in one RKHS, as GL requires (supplement, Sec. s:adaptmtl2)."
-    X_train = _check_X(X_train, "X_train"); X_val = _check_X(X_val, "X_val")
-    Y_train = np.asarray(Y_train, dtype=np.float64); Y_val = np.asarray(Y_val, dtype=np.float64)
-    if Y_train.ndim != 2 or Y_train.shape[0] != X_train.shape[0]:
-        raise ValueError(f"`Y_train` must be (N, P) labels, one row per row of `X_train`; got shape {Y_train.shape}.")
-    if Y_val.ndim != 2 or Y_val.shape != (X_val.shape[0], Y_train.shape[1]):
-        raise ValueError(f"`Y_val` must be ({X_val.shape[0]}, {Y_train.shape[1]}); got shape {Y_val.shape}.")
+    X_train, Y_train, X_val, Y_val, X_all = _check_pool_inputs(X_train, Y_train, X_val, Y_val, X_unlabelled)
     P = Y_train.shape[1]
     if int(target) != target or not 0 <= target < P or P < 2:
         raise ValueError(f"`target` must be a column index in 0..{P - 1}, and Y needs at least 2 columns.")
-    parts = [X_train, X_val] + ([] if X_unlabelled is None else [_check_X(X_unlabelled, "X_unlabelled")])
-    if len({p.shape[1] for p in parts}) != 1:
-        raise ValueError("`X_train`, `X_val` and `X_unlabelled` must have the same number of features.")
     rng = np.random.default_rng(random_state)
-    basis = kmeans_basis(np.vstack(parts), n_basis, random_state=rng)
+    basis = kmeans_basis(X_all, n_basis, random_state=rng)
     seed = int(rng.integers(2**31 - 1))
     med = median_sq_distance(X_train)
     grid = [{"C": c, "kernel_scale": f * med} for f in scale_factors for c in Cs]
@@ -159,18 +163,6 @@ def gl_pool(X_train,                    # labelled training inputs (N, D)
                   np.array(taus))
 
 # %% ../../nbs/experiments/01_gl.ipynb #49eaf669
-def _check_pool_inputs(X_train, Y_train, X_val, Y_val, X_unlabelled):
-    X_train = _check_X(X_train, "X_train"); X_val = _check_X(X_val, "X_val")
-    Y_train = np.asarray(Y_train, dtype=np.float64); Y_val = np.asarray(Y_val, dtype=np.float64)
-    if Y_train.ndim != 2 or Y_train.shape[0] != X_train.shape[0]:
-        raise ValueError(f"`Y_train` must be (N, P) labels, one row per row of `X_train`; got shape {Y_train.shape}.")
-    if Y_val.ndim != 2 or Y_val.shape != (X_val.shape[0], Y_train.shape[1]):
-        raise ValueError(f"`Y_val` must be ({X_val.shape[0]}, {Y_train.shape[1]}); got shape {Y_val.shape}.")
-    parts = [X_train, X_val] + ([] if X_unlabelled is None else [_check_X(X_unlabelled, "X_unlabelled")])
-    if len({p.shape[1] for p in parts}) != 1:
-        raise ValueError("`X_train`, `X_val` and `X_unlabelled` must have the same number of features.")
-    return X_train, Y_train, X_val, Y_val, np.vstack(parts)
-
 def gl_shared_pools(X_train,                 # labelled training inputs (N, D)
                     Y_train,                 # their labels (N, P), one column per task
                     X_val,                   # validation inputs (M, D): each C is tuned on these
