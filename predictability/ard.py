@@ -145,8 +145,9 @@ def fit_ard_joint(H, # the predictors to denoise jointly (targets and references
                   bounds=(-12, 8), # box for the log variances $\log\sigma_k$ and $\log\lambda$
                   max_iter: int = 200, # L-BFGS-B iterations at most
                   noise: float | None = None, # a fixed noise variance $\lambda$; None: fit it
-                  return_results: bool = False, # also return the P `ArdResult`s
-                 ): # the relevance matrix W, (P, P); with `return_results`, (W, results)
+                  return_results: bool = False, # also return the `ArdResult`s of the rows fitted
+                  rows=None, # the columns p whose rows of W to fit (e.g. only the targets when the references stay fixed); None: all
+                 ): # the relevance matrix W, (P, P), rows not fitted 0; with `return_results`, (W, results)
     "Relevance matrix (P, P) for joint denoising: row p = relevance of the other columns of `H` for column p (diagonal 0). One Gram of the standardized `H`."
     H = as_predictors(H, "H", ndim=(2,))
     P = H.shape[1]
@@ -157,12 +158,15 @@ def fit_ard_joint(H, # the predictors to denoise jointly (targets and references
     n = Z.shape[0]
     W = np.zeros((P, P))
     results = []
-    for p in range(P):
+    rows = range(P) if rows is None else [int(p) for p in np.atleast_1d(np.asarray(rows, dtype=np.int64))]
+    if any(not 0 <= p < P for p in rows):
+        raise ValueError(f"`rows` must hold column indices of `H` in [0, {P}); got {list(rows)}.")
+    for p in rows:
         idx = np.r_[0:p, p + 1:P]
         r = fit_ard_gram(C[np.ix_(idx, idx)], C[idx, p], C[p, p], n, bounds=bounds, max_iter=max_iter, noise=noise)
         W[p, idx] = r.relevance
         results.append(r)
-    failed = [p for p, r in enumerate(results) if not r.converged]
+    failed = [p for p, r in zip(rows, results) if not r.converged]
     if failed:                                   # report, do not hide: the weights are used as they are
         from sklearn.exceptions import ConvergenceWarning   # here, not at import: scikit-learn costs 0.4 s to import
         warnings.warn(f"ARD did not converge for column(s) {failed} of `H` (L-BFGS-B stopped after max_iter="

@@ -104,11 +104,12 @@ def _fixed_loop(step):
         return np.array(out)
     return fixed
 
-def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, device, pre=None):
+def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, device, pre=None, seen=None):
     """The update `step(p, Hbar, first=False)` of one method (`first`: `Hbar` is the input, whose kernel statistics
     `reuse_kernel_stats` may share), and `fixed(p, H0, n_iter)`: the (n_iter + 1, N) history of column `p` iterated
     against the other columns held at their input values `H0`. `noise` and `kernel_scale` hold one value per column;
-    `pre` maps a column to the kernel statistics of its input that the label-free choice formed (used once)."""
+    `pre` maps a column to the kernel statistics of its input that the label-free choice formed (used once), `seen` to
+    the iterates its stopping rule ran at the same settings (a fixed run reuses them)."""
     if method == "opc":
         step = lambda p, Hb, first=False: opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=lam,
                                                    sigma2=kernel_scale[p])
@@ -129,7 +130,7 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
             X = features(p, Hb)
             return npc_exact_step(Hb[:, p], gaussian_kernel(X, X), noise[p], lam)
         return exact, _fixed_loop(exact)
-    pre = {} if pre is None else pre
+    pre, seen = ({} if pre is None else pre), ({} if seen is None else seen)
     def input_stats(p, H0):           # the choice's statistics of the input (one pass over N saved), else formed
         st = pre.pop(p, None)
         return st if st is not None else _kernel_stats(features(p, H0), basis, H0[:, p], device, share=True)
@@ -137,6 +138,9 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
         st = input_stats(p, Hb) if first else _kernel_stats(features(p, Hb), basis, Hb[:, p], device, share=False)
         return npc_update(Hb[:, p], st, noise=noise[p], lam=lam, kf=st.kf)
     def fixed(p, H0, n_iter):         # statistics once, then the whole run in the span of [f0, C K_GB]
+        H = seen.pop(p, None)
+        if H is not None and H.shape[0] > n_iter:
+            return H[:n_iter + 1]     # the stopping rule's run: the same column, statistics, noise and lambda_J
         st = input_stats(p, H0)
         return npc_iterate(H0[:, p], st, n_iter, noise=noise[p], lam=lam)
     return step, fixed
@@ -151,11 +155,12 @@ def _auto_or(x, name, check):
 
 _FIXED = dict(noise=0.1, kernel_scale=1.0, n_iter=20)   # what "auto" means for LPC and OPC (no GP evidence there)
 
-def _choices(Hbar, h, cols, weights, idx, *, noise, kernel_scale, n_iter, lam, rng, device):
+def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, device):
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
     target's own noise cannot make a clean reference look worth denoising. The relevance test sees the other columns
-    without ARD weights: those are fitted with column p, and would favour its real pairing over the permutations."""
+    without ARD weights: those are fitted with column p, and would favour its real pairing over the permutations
+    (without ARD the features are the same, and the test reuses the width search's statistics)."""
     out = []
     for p in cols:
         o = _others(p, Hbar.shape[1])
@@ -163,7 +168,7 @@ def _choices(Hbar, h, cols, weights, idx, *, noise, kernel_scale, n_iter, lam, r
             o = o[o >= h]
         w = weights[p, o] if weights[p, o].sum() > 0 else None
         X1 = kernel_features(Hbar[:, o], w, 1.0)
-        X_test = kernel_features(Hbar[:, o], None, 1.0)       # the guard's features: no ARD weights fitted on p
+        X_test = kernel_features(Hbar[:, o], None, 1.0) if ard else None   # the guard's: no ARD weights fitted on p
         out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
                           random_state=rng, device=device))
     return out
@@ -401,20 +406,22 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             raise ValueError(f"`ard` as an array must be the ({P}, {P}) non-negative relevance matrix of "
                          "`fit_ard_joint(np.c_[target, references])`.")
     elif use_ard:
-        weights = fit_ard_joint(np.c_[F2, Gr])                 # Algorithm 1, line 2: once, from H^0
+        weights = fit_ard_joint(np.c_[F2, Gr], rows=None if joint else range(h))   # Algorithm 1, line 2: once, from H^0
+                                                               # (with fixed references only the targets' rows are used)
     else:
         weights = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(weights, 0.0)
     cols = list(range(P) if joint else range(h))
     auto = gp and "auto" in (noise, kernel_scale, n_iter)
     if auto:                                                   # the label-free rules, column by column
-        choices = _choices(Hbar, h, cols, weights, idx, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
+        choices = _choices(Hbar, h, cols, weights, idx, ard=use_ard, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
                            rng=perm_rng, device=device)
         noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
         pre = {p: c.stats for p, c in zip(cols, choices) if p < h}   # the target columns' statistics, reused once
+        seen = {p: c.history for p, c in zip(cols, choices) if p < h and c.history is not None}
         for c in choices:
-            c.stats = None                                     # the result does not hold N-sized arrays
+            c.stats = c.history = None                         # the result does not hold N-sized arrays
     else:
-        choices, pre = [], None
+        choices, pre, seen = [], None, None
         nz, ks, ni = ((_FIXED[k] if v == "auto" else v) for k, v in
                       (("noise", noise), ("kernel_scale", kernel_scale), ("n_iter", n_iter)))
         noise_p, scale_p, iters = [nz] * len(cols), [ks] * len(cols), [int(ni)] * len(cols)
@@ -423,7 +430,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     iters = dict(zip(cols, iters))
     n_sweeps = max(iters[p] for p in range(h))                # references move only while a target column does
     step, fixed = _make_step(method, weights, lam=lam, noise=noise_a, kernel_scale=scale_a, n_basis=n_basis,
-                             basis=idx, device=device, pre=pre)
+                             basis=idx, device=device, pre=pre, seen=seen)
     stats = NormStats.of(F2)
     if progress is None:                                       # flops: honest to a small factor
         nb, R = len(idx), P - 1
