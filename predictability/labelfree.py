@@ -128,16 +128,16 @@ class GPFit:
     evidence: NystromEvidence = field(repr=False)   # at the chosen width, for the guard and the stopping rule
     n_rows: int = 0               # rows on which the width was searched (N: all)
 
-def _stats_at(X1, B1, scale, f, device):
+def _stats_at(X1, B1, scale, f, device, precision="float64"):
     s = np.sqrt(scale)
-    return kernel_stats(X1 / s, B1 / s, f, device=device)
+    return kernel_stats(X1 / s, B1 / s, f, device=device, precision=precision)
 
-def _search_width(fbar, X1, B1, noise, device, max_refine):
+def _search_width(fbar, X1, B1, noise, device, max_refine, precision="float64"):
     "$\\log\\hat\\sigma_k^2$: the grid, then Illinois steps on the width gradient's sign change; and the widths tried."
     cache = {}
     def evidence(lw):
         if lw not in cache:
-            cache[lw] = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device), fbar, derivative=True)
+            cache[lw] = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar, derivative=True)
         return cache[lw]
     def profiled(lw):
         ev = evidence(lw)
@@ -174,6 +174,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
            max_refine: int = 4,  # gradient steps after the grid (each one more width)
            max_rows: int | None = FIT_ROWS,  # search the width on a random subsample of this many rows; None: all
            random_state=None,    # seed or Generator for the subsample
+           precision: str = "float64",  # of the kernel statistics: "float64" or "float32" (`kernel_stats`)
           ) -> GPFit:
     "Type-II ML of $\\sigma_k^2$ (grid, then regula falsi on the analytic gradient, on at most `max_rows` rows) and of $\\sigma^2$ (exact 1-D search on all rows)."
     X1 = np.asarray(X1, dtype=np.float64)
@@ -185,7 +186,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
             fs, Xs, rows = normalize(fbar[sel], "fbar"), X1[sel], int(max_rows)
         else:
             fs, Xs = fbar, X1
-        lw, cache = _search_width(fs, Xs, B1, noise, device, max_refine)
+        lw, cache = _search_width(fs, Xs, B1, noise, device, max_refine, precision)
         n_widths = len(cache)
         if rows == n:                                  # searched on all rows: the chosen width's evidence is at hand
             ev = cache[lw]
@@ -193,7 +194,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
             return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths, ev, n)
     else:
         lw = float(np.log(kernel_scale))
-    ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device), fbar)   # one pass over all N rows
+    ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar)   # one pass over all N rows
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
     return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows)
 
@@ -337,10 +338,12 @@ def choose(fbar,                  # (N,) unit-norm, centred column
            kappa: float = KAPPA,  # the stopping rule's share of the GP residual kept
            random_state=None,     # seed or Generator for the permutations
            device: str = "cpu",
+           precision: str = "float64",  # of `fit_gp`'s kernel statistics (the relevance test's, on a subsample, are float64)
           ) -> LabelFreeChoice:
     "The label-free choice for one column: ML $\\sigma^2,\\sigma_k^2$ (`fit_gp`), the relevance guard (`relevance_test_widths`), the stopping rule (`stopping_iteration`)."
     rng = np.random.default_rng(random_state)          # the subsample of `fit_gp`, then the permutations
-    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, device=device, random_state=rng)
+    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, device=device, random_state=rng,
+                 precision=precision)
     test = relevance_test_widths(fbar, X1 if X_test is None else X_test, basis, noise=None if noise == "auto" else noise,
                                  n_perm=n_perm, random_state=rng, device=device)
     med = float(np.median(test.null))
