@@ -17,7 +17,9 @@ shared machine where the absolute times are not):
 * `tune` over the default 27-point grid (target-only) against one 20-iteration `combine`;
 * one exact NPC step at N = 1,000 against the literal dense reading (C(2S - S^2)C and a full eigh);
 * the peak memory (tracemalloc) of a target-only step at N = 200,000, R = 30;
-* with --full: the full AWA2-scale joint run (80 predictors, 20 iterations, ARD included) against its floor.
+* with --full: the full AWA2-scale joint run (80 predictors, 20 iterations, ARD included) against its floor;
+* the same step, kernel pass, ratio to scikit-learn and (with --full) joint run with `precision="float32"` (float32
+  kernel blocks, float64 sums), still against the float64 floor.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import kendalltau
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kernels import bench_dgemm, machine_info, median_time, peak_memory, print_table  # noqa: E402
@@ -69,12 +72,15 @@ def cpu_dgemm(n: int, repeat: int) -> float:
 def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:
     f, G = H[:, 0], H[:, 1:]
     one = lambda: combine(f, G, joint=False, n_iter=1, ard=False, n_basis=n_basis, progress=False, **FIXED)
+    one32 = lambda: combine(f, G, joint=False, n_iter=1, ard=False, n_basis=n_basis, progress=False,
+                            precision="float32", **FIXED)
     twenty = lambda: combine(f, G, joint=False, n_iter=20, ard=False, n_basis=n_basis, progress=False, **FIXED)
     from sklearn.kernel_approximation import Nystroem
     from sklearn.linear_model import Ridge
     X = kernel_features(G)                      # the same kernel: exp(-||x - y||^2) = rbf with gamma = 1
     B = X[basis_indices(len(X), n_basis)]
     kpass = lambda: kernel_stats(X, B, normalize(f))   # the kernel pass alone: K_GB, K^T K, K^T f, K^T 1 (and K_BB)
+    kpass32 = lambda: kernel_stats(X, B, normalize(f), precision="float32")   # ... and the whitening and the probe
 
     def sk():
         Z = Nystroem(kernel="rbf", gamma=1.0, n_components=n_basis, random_state=0).fit_transform(X)
@@ -82,7 +88,7 @@ def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:
     def sk1():                                   # its BLAS held at one thread: multi-threaded BLAS stalls under load
         with one_blas_thread():
             return sk()
-    fns = dict(step=one, iter20=twenty, sklearn=sk, sklearn1=sk1, kpass=kpass)
+    fns = dict(step=one, iter20=twenty, sklearn=sk, sklearn1=sk1, kpass=kpass, step32=one32, kpass32=kpass32)
     for fn in fns.values():                      # compile and warm up
         fn()
     wall = {k: [] for k in fns}
@@ -95,6 +101,8 @@ def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:
             cpu[k].append(time.process_time() - c0)
     out = {f"{k}_s": float(np.median(v)) for k, v in wall.items()}
     out.update({f"{k}_cpu_s": float(np.median(v)) for k, v in cpu.items()})
+    st32 = kernel_stats(X, B, normalize(f), precision="float32")
+    out.update(block_products32=st32.block_products, gram_error32=st32.gram_error)
     return out
 
 
@@ -140,12 +148,13 @@ def bench_memory(N: int, R: int) -> dict:
     return dict(N=N, R=R, peak_mb=peak / 2**20, rss_growth_mb=rss / 2**20, inputs_mb=H.nbytes / 2**20)
 
 
-def bench_full(H, n_basis: int, n_iter: int) -> dict:
+def bench_full(H, n_basis: int, n_iter: int, precision: str = "float64") -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
-    res = combine(H[:, 0], H[:, 1:], n_iter=n_iter, n_basis=n_basis, joint=True, ard=True, progress=True, **FIXED)
+    res = combine(H[:, 0], H[:, 1:], n_iter=n_iter, n_basis=n_basis, joint=True, ard=True, progress=True,
+                  precision=precision, **FIXED)
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert np.isfinite(res.prediction).all()
-    return dict(total_s=total, cpu_s=cpu)
+    return dict(total_s=total, cpu_s=cpu, prediction=res.prediction)
 
 
 def report(quick: bool, full: bool, repeat: int) -> dict:
@@ -179,6 +188,16 @@ def report(quick: bool, full: bool, repeat: int) -> dict:
                                                       f"(wall), {st['sklearn_cpu_s'] / st['step_cpu_s']:.2f}x (CPU)"),
         ("  the same, BLAS at one thread", f"{ms('sklearn1')} = {st['sklearn1_s'] / st['step_s']:.2f}x the step "
                                            f"(wall), {st['sklearn1_cpu_s'] / st['step_cpu_s']:.2f}x (CPU)"),
+        ("float32: one target step (precision='float32')", f"{ms('step32')} = {floor_s / st['step32_s']:.0%} of the "
+                                                          f"float64 floor (wall), {floor_cpu / st['step32_cpu_s']:.0%} (CPU); "
+                                                          f"float64 / float32 CPU time {st['step_cpu_s'] / st['step32_cpu_s']:.2f}"),
+        ("  its kernel pass alone (+ whitening, probe)", f"{ms('kpass32')} = {floor_s / st['kpass32_s']:.0%} (wall), "
+                                                         f"{floor_cpu / st['kpass32_cpu_s']:.0%} (CPU); block products "
+                                                         f"{st['block_products32']}, gram_error {st['gram_error32']:.1e}"),
+        ("  sklearn Nystroem + Ridge / float32 step", f"{st['sklearn_s'] / st['step32_s']:.2f}x (wall), "
+                                                      f"{st['sklearn_cpu_s'] / st['step32_cpu_s']:.2f}x (CPU); BLAS at one "
+                                                      f"thread {st['sklearn1_s'] / st['step32_s']:.2f}x (wall), "
+                                                      f"{st['sklearn1_cpu_s'] / st['step32_cpu_s']:.2f}x (CPU)"),
         ("20 target-only iterations", f"{st['iter20_s'] * 1e3:.1f} ms = {st['iter20_s'] / st['step_s']:.2f}x one iteration"),
         ("tune, 27-point grid, 20 iterations, target-only", f"{tu['tune_s']:.2f} s = {tu['tune_s'] / tu['combine_s']:.2f}x one combine ({tu['combine_s']:.2f} s)"),
         ("combine with its label-free defaults, target-only", f"{tu['label_free_s']:.2f} s = {tu['label_free_s'] / tu['combine_s']:.2f}x one fixed-setting combine"),
@@ -192,15 +211,21 @@ def report(quick: bool, full: bool, repeat: int) -> dict:
                 "peak memory of a target-only step (MB: tracemalloc peak, growth of max RSS)")
     if full:
         fl = bench_full(H, nb, size["n_iter"])
+        fl32 = bench_full(H, nb, size["n_iter"], precision="float32")
+        tau = float(kendalltau(fl.pop("prediction"), fl32.pop("prediction"))[0])
         steps = size["n_iter"] * P
         floor_full = steps * flops / (gemm * 1e9)
         floor_full_cpu = steps * flops / (core * 1e9)
         out["full"] = dict(fl, floor_s=floor_full, floor_cpu_s=floor_full_cpu)
+        out["full32"] = dict(fl32, tau=tau)
         print_table([
             ("full joint run, ARD included", f"{fl['total_s']:.1f} s wall, {fl['cpu_s']:.1f} s CPU"),
             ("its floor", f"{steps * flops / 1e12:.2f} TFLOP, {floor_full:.1f} s at dgemm, "
                           f"{floor_full_cpu:.1f} s of CPU at one core's rate"),
             ("ratio to the floor", f"{fl['total_s'] / floor_full:.2f}x (wall), {fl['cpu_s'] / floor_full_cpu:.2f}x (CPU)"),
+            ("the same in float32", f"{fl32['total_s']:.1f} s wall, {fl32['cpu_s']:.1f} s CPU = "
+                                    f"{fl32['total_s'] / floor_full:.2f}x the float64 floor (wall), "
+                                    f"{fl32['cpu_s'] / floor_full_cpu:.2f}x (CPU); Kendall tau to float64 {tau:.5f}"),
         ], f"joint run: N={N}, {P} predictors, N'={nb}, {size['n_iter']} iterations")
     print(f"load average (1 min) at the end: {machine_info().get('loadavg_1min')}")
     return out

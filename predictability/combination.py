@@ -23,7 +23,7 @@ from .ard import fit_ard_joint
 from .core import (NormStats, as_predictors, check_bool, check_int, check_random_state, check_scalar,
                                  normalize)
 from .kernels import _normalize_fast, gaussian_kernel, kernel_features
-from .kstats import kernel_stats
+from .kstats import _check_precision, kernel_stats
 from .labelfree import choose
 from .lpc import check_collinear, lpc_iterate, lpc_step
 from .npc_exact import npc_exact_step
@@ -65,21 +65,21 @@ def reuse_kernel_stats(max_mb: float = 512):   # memory for the kept statistics,
     finally:
         _SHARED.reset(token)
 
-def _kernel_stats(X, basis, f, device, share):
+def _kernel_stats(X, basis, f, device, share, precision="float64"):
     "`kernel_stats(X, X[basis], f)`, from the shared store of `reuse_kernel_stats` when one is open and `share`."
     store = _SHARED.get()
     if store is None or not share:
-        return kernel_stats(X, X[basis], f, device=device)
+        return kernel_stats(X, X[basis], f, device=device, precision=precision)
     h = hashlib.blake2b(digest_size=20)
     for a in (X, np.asarray(basis), f):
         h.update(np.ascontiguousarray(a).tobytes())
-    key = (h.hexdigest(), X.shape, device)
+    key = (h.hexdigest(), X.shape, device, precision)
     entries = store["entries"]
     with store["lock"]:
         if key in entries:
             store["hits"] += 1
             return entries[key]
-    st = kernel_stats(X, X[basis], f, device=device)
+    st = kernel_stats(X, X[basis], f, device=device, precision=precision)
     with store["lock"]:
         held = sum(e.nbytes for e in entries.values())
         entries[key] = st if held + st.nbytes <= store["max"] else st.compact()   # K_GB kept while it fits
@@ -104,7 +104,7 @@ def _fixed_loop(step):
         return np.array(out)
     return fixed
 
-def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, device, pre=None, seen=None):
+def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, device, pre=None, seen=None, precision="float64"):
     """The update `step(p, Hbar, first=False)` of one method (`first`: `Hbar` is the input, whose kernel statistics
     `reuse_kernel_stats` may share), and `fixed(p, H0, n_iter)`: the (n_iter + 1, N) history of column `p` iterated
     against the other columns held at their input values `H0`. `noise` and `kernel_scale` hold one value per column;
@@ -133,9 +133,9 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
     pre, seen = ({} if pre is None else pre), ({} if seen is None else seen)
     def input_stats(p, H0):           # the choice's statistics of the input (one pass over N saved), else formed
         st = pre.pop(p, None)
-        return st if st is not None else _kernel_stats(features(p, H0), basis, H0[:, p], device, share=True)
+        return st if st is not None else _kernel_stats(features(p, H0), basis, H0[:, p], device, True, precision)
     def step(p, Hb, first=False):
-        st = input_stats(p, Hb) if first else _kernel_stats(features(p, Hb), basis, Hb[:, p], device, share=False)
+        st = input_stats(p, Hb) if first else _kernel_stats(features(p, Hb), basis, Hb[:, p], device, False, precision)
         return npc_update(Hb[:, p], st, noise=noise[p], lam=lam, kf=st.kf)
     def fixed(p, H0, n_iter):         # statistics once, then the whole run in the span of [f0, C K_GB]
         H = seen.pop(p, None)
@@ -155,7 +155,7 @@ def _auto_or(x, name, check):
 
 _FIXED = dict(noise=0.1, kernel_scale=1.0, n_iter=20)   # what "auto" means for LPC and OPC (no GP evidence there)
 
-def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, device):
+def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, device, precision="float64"):
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
     target's own noise cannot make a clean reference look worth denoising. The relevance test sees the other columns
@@ -170,7 +170,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
         X1 = kernel_features(Hbar[:, o], w, 1.0)
         X_test = kernel_features(Hbar[:, o], None, 1.0) if ard else None   # the guard's: no ARD weights fitted on p
         out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
-                          random_state=rng, device=device))
+                          random_state=rng, device=device, precision=precision))
     return out
 
 
@@ -357,6 +357,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             kernel_scale="auto", # kernel width $\sigma_k^2$ ($\sigma_O^2$ for OPC): "auto" (maximum likelihood) or a number
             basis: str = "even", # Nystrom basis rows: "even" (deterministic) or "random" (drawn with `random_state`)
             device: str = "cpu", # where npc's kernel sums run: "cpu" or "cuda"
+            precision: str = "float64", # npc's kernel statistics: "float64", or "float32" (float32 kernel blocks, float64 sums; see `kernel_stats`)
             random_state=None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
             progress=None, # tqdm bar over the iterations: True, False, or None (only for long runs)
            ) -> CombineResult:
@@ -387,6 +388,10 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     if isinstance(ard, str) or not (isinstance(ard, (bool, np.bool_)) or np.ndim(ard) == 2):
         raise ValueError(f"`ard` must be True, False or a (P, P) relevance matrix from `fit_ard_joint`; got {ard!r}.")
     _check_device(device, method)
+    precision = _check_precision(precision, device)
+    if precision == "float32" and method != "npc":
+        raise ValueError(f"`precision`='float32' applies to method='npc' (its Nystrom kernel statistics); got "
+                         f"method={method!r}. Use precision='float64'.")
     F, F2, Gr, Fb, Gb, labels = _check_inputs(target, references, method, n_basis)
     n, h = Fb.shape[0], Fb.shape[1]
     Hbar = np.c_[Fb, Gb]                                       # H^0 on the model space
@@ -414,7 +419,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     auto = gp and "auto" in (noise, kernel_scale, n_iter)
     if auto:                                                   # the label-free rules, column by column
         choices = _choices(Hbar, h, cols, weights, idx, ard=use_ard, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
-                           rng=perm_rng, device=device)
+                           rng=perm_rng, device=device, precision=precision)
         noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
         pre = {p: c.stats for p, c in zip(cols, choices) if p < h}   # the target columns' statistics, reused once
         seen = {p: c.history for p, c in zip(cols, choices) if p < h and c.history is not None}
@@ -430,7 +435,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     iters = dict(zip(cols, iters))
     n_sweeps = max(iters[p] for p in range(h))                # references move only while a target column does
     step, fixed = _make_step(method, weights, lam=lam, noise=noise_a, kernel_scale=scale_a, n_basis=n_basis,
-                             basis=idx, device=device, pre=pre, seen=seen)
+                             basis=idx, device=device, pre=pre, seen=seen, precision=precision)
     stats = NormStats.of(F2)
     if progress is None:                                       # flops: honest to a small factor
         nb, R = len(idx), P - 1
@@ -465,6 +470,8 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     params = dict(method=method, n_iter=int(n_sweeps), n_basis=int(len(idx)), joint=joint, ard=use_ard, lam=lam,
                   noise=one([float(noise_a[p]) for p in range(h)]),
                   kernel_scale=one([float(scale_a[p]) for p in range(h)]), basis=basis, device=device)
+    if precision != "float64":
+        params["precision"] = precision
     if auto:
         params["n_iter_per_column"] = one([iters[p] for p in range(h)])
     unchanged = all(iters[p] == 0 for p in range(h))

@@ -354,6 +354,18 @@ def _gauss_rows32(A, xx, bb):
             A[i, j] = _exp_neg32(-d)
 
 @jit(**_EXP_JIT)
+def _gauss_rows32_64(A, xx, bb, out):
+    "`_gauss_rows32` of the float32 cross products `A`, written as float64 into `out` (the float32 kernel for float64 products)."
+    m, n = A.shape
+    two = np.float32(2.0)
+    for i in range(m):
+        xi = xx[i]
+        for j in range(n):
+            d = xi + bb[j] - two * A[i, j]
+            d = d if d > _ZERO_F else _ZERO_F
+            out[i, j] = np.float64(_exp_neg32(-d))
+
+@jit(**_EXP_JIT)
 def _gauss_rows_direct(X, BT, K):
     """K[i,j] = exp(-sum_d (X[i,d] - BT[d,j])^2) for a block of rows X (m, D) and the transposed basis BT (D, n).
 
@@ -390,11 +402,16 @@ def _check_dtype(dtype):
         raise ValueError(f"`dtype` must be np.float64 or np.float32; got {dtype!r}.")
     return dt
 
-def _kernel_block(X, B, BT, xx, bb, s, e, buf, f32, direct):
-    "Rows s:e of K into buf[:e-s] (a view), by GEMM + fused pass, or directly for small D."
+def _kernel_block(X, B, BT, xx, bb, s, e, buf, f32, direct, scratch=None):
+    """Rows s:e of K into buf[:e-s] (a view), by GEMM + fused pass, or directly for small D.
+    `scratch` (float32, at least e - s rows): the float32 kernel is formed there and written into the float64 `buf`."""
     Kb = buf[: e - s]
     if direct:
         _gauss_rows_direct(X[s:e], BT, Kb)
+    elif scratch is not None:
+        A = scratch[: e - s]
+        _blas.sgemm(1.0, B.T, X[s:e].T, beta=0.0, c=A.T, trans_a=1, overwrite_c=1)
+        _gauss_rows32_64(A, xx[s:e], bb, Kb)
     else:
         # Fortran view: Kb^T (n, m) = B X_b^T; B.T and X_b.T are Fortran-contiguous views, so BLAS copies nothing
         (_blas.sgemm if f32 else _blas.dgemm)(1.0, B.T, X[s:e].T, beta=0.0, c=Kb.T, trans_a=1, overwrite_c=1)

@@ -132,16 +132,16 @@ class GPFit:
     rows: np.ndarray | None = field(default=None, repr=False)     # the subsample searched (None: all rows)
     searched: dict = field(default_factory=dict, repr=False)      # log $\sigma_k^2$ -> `NystromEvidence` on those rows
 
-def _stats_at(X1, B1, scale, f, device):
+def _stats_at(X1, B1, scale, f, device, precision="float64"):
     s = np.sqrt(scale)
-    return kernel_stats(X1 / s, B1 / s, f, device=device)
+    return kernel_stats(X1 / s, B1 / s, f, device=device, precision=precision)
 
-def _search_width(fbar, X1, B1, noise, device, max_refine):
+def _search_width(fbar, X1, B1, noise, device, max_refine, precision="float64"):
     "$\\log\\hat\\sigma_k^2$ and the widths tried: the grid, then safeguarded parabolic steps (golden section when a parabola is unsafe)."
     cache = {}
     def profiled(lw):                  # the energy minimised over sigma^2 at this width (or at the given sigma^2)
         if lw not in cache:
-            ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device), fbar)
+            ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar)
             cache[lw] = (ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])), ev
         return cache[lw][0][1]
     for w in WIDTH_GRID:
@@ -169,6 +169,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
            max_refine: int = 4,  # parabolic or golden-section steps after the grid (each one more width)
            max_rows: int | None = FIT_ROWS,  # search the width on a random subsample of this many rows; None: all
            random_state=None,    # seed or Generator for the subsample
+           precision: str = "float64",  # of the kernel statistics: "float64" or "float32" (`kernel_stats`)
           ) -> GPFit:
     "Type-II ML of $\\sigma_k^2$ (grid, then safeguarded parabolic steps, on at most `max_rows` rows) and of $\\sigma^2$ (exact 1-D search on all rows)."
     X1 = np.asarray(X1, dtype=np.float64)
@@ -180,7 +181,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
             fs, Xs, rows = normalize(fbar[sel], "fbar"), X1[sel], int(max_rows)
         else:
             fs, Xs = fbar, X1
-        lw, cache = _search_width(fs, Xs, B1, noise, device, max_refine)
+        lw, cache = _search_width(fs, Xs, B1, noise, device, max_refine, precision)
         n_widths = len(cache)
         if rows == n:                                  # searched on all rows: the chosen width's evidence is at hand
             ev = cache[lw]
@@ -188,7 +189,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
             return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths, ev, n, None, cache)
     else:
         lw = float(np.log(kernel_scale))
-    ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device), fbar)   # one pass over all N rows
+    ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar)   # one pass over all N rows
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
     return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows, sel, cache)
 
@@ -341,15 +342,17 @@ def choose(fbar,                  # (N,) unit-norm, centred column
            kappa="auto",          # the stopping rule's share of the GP residual kept, or "auto": `KAPPA_DECISIVE` when the guard's 2 log LR and that of the fitted GP are both >= `DECISIVE`, else `KAPPA`
            random_state=None,     # seed or Generator for the permutations
            device: str = "cpu",
+           precision: str = "float64",  # of `fit_gp`'s kernel statistics (the relevance test's, on a subsample, are float64)
           ) -> LabelFreeChoice:
     "The label-free choice for one column: ML $\\sigma^2,\\sigma_k^2$ (`fit_gp`), the relevance guard (`relevance_test_widths`), the stopping rule (`stopping_iteration`)."
     if isinstance(kappa, str) and kappa != "auto" or not isinstance(kappa, str) and not 0 <= check_scalar(kappa, "kappa") <= 1:
         raise ValueError(f"`kappa` must be 'auto' or a number in [0, 1] (1: never move); got {kappa!r}.")
     rng = np.random.default_rng(random_state)          # the subsample of `fit_gp`, then the permutations
-    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, device=device, random_state=rng)
+    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, device=device, random_state=rng,
+                 precision=precision)
     test = relevance_test_widths(fbar, X1 if X_test is None else X_test, basis, noise=None if noise == "auto" else noise,
                                  n_perm=n_perm, random_state=rng, device=device, rows=fit.rows,
-                                 evidences=fit.searched if X_test is None else None)   # one subsample for both
+                                 evidences=fit.searched if X_test is None and precision == "float64" else None)   # one subsample
     med = float(np.median(test.null))
     why = (f"sigma^2={fit.noise:.3g}, sigma_k^2={fit.kernel_scale:.3g} ({'ML' if noise == 'auto' else 'given'}/"
            f"{'ML' if kernel_scale == 'auto' else 'given'}); evidence 2logLR={test.statistic:.1f} vs permutation "

@@ -7,6 +7,8 @@ __all__ = ['basis_indices', 'power_method', 'npc_update', 'npc_step', 'npc_step_
            'nystrom_predictability']
 
 # %% ../nbs/05_nystrom.ipynb #dee89240
+import warnings
+
 import numpy as np
 from scipy import linalg
 from scipy.linalg import blas as _blas
@@ -44,6 +46,10 @@ def _reduced(stats: KernelStats, noise: float):
     "$(\\Phi,\\ G=\\Phi^\\top V^\\top C_NV\\Phi)$ for one $\\sigma^2$, computed once and cached on `stats`."
     key = ("reduced", float(noise))
     if key not in stats.cache:
+        if stats.block_products == "float32" and stats.gram_error > noise:
+            warnings.warn(f"the float32 kernel statistics carry a whitened Gram error of about {stats.gram_error:.2g}, "
+                          f"more than the GP noise {noise:.3g}: the step may differ from float64. Use "
+                          "precision='float64' for so small a noise.", stacklevel=3)
         W = stats.whitening
         if "VtV" not in stats.cache:
             stats.cache["VtV"] = (W.congruence(stats.M), W.t(stats.ks))      # V^T V, V^T 1
