@@ -155,12 +155,15 @@ def _auto_or(x, name, check):
 
 _FIXED = dict(noise=0.1, kernel_scale=1.0, n_iter=20)   # what "auto" means for LPC and OPC (no GP evidence there)
 
-def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, device, precision="float64"):
+def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, device, precision="float64",
+             compare_weights=True):
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
     target's own noise cannot make a clean reference look worth denoising. The relevance test sees the other columns
     without ARD weights: those are fitted with column p, and would favour its real pairing over the permutations
-    (without ARD the features are the same, and the test reuses the width search's statistics)."""
+    (without ARD the features are the same, and the test reuses the width search's statistics). With
+    `compare_weights`, a column whose GP explains it better with equal weights than with ARD's gets equal weights
+    (`LabelFreeChoice.equal_weights`; `combine` then sets its row of `weights`)."""
     out = []
     for p in cols:
         o = _others(p, Hbar.shape[1])
@@ -170,7 +173,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
         X1 = kernel_features(Hbar[:, o], w, 1.0)
         X_test = kernel_features(Hbar[:, o], None, 1.0) if ard else None   # the guard's: no ARD weights fitted on p
         out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
-                          random_state=rng, device=device, precision=precision))
+                          random_state=rng, device=device, precision=precision, compare_weights=compare_weights))
     return out
 
 
@@ -419,7 +422,11 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     auto = gp and "auto" in (noise, kernel_scale, n_iter)
     if auto:                                                   # the label-free rules, column by column
         choices = _choices(Hbar, h, cols, weights, idx, ard=use_ard, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
-                           rng=perm_rng, device=device, precision=precision)
+                           rng=perm_rng, device=device, precision=precision, compare_weights=use_ard and not given)
+        for p, c in zip(cols, choices):
+            if c.equal_weights:                                # ARD's weights missed what equal weights see
+                o = _others(p, P)
+                weights[p, o] = 1.0 / len(o)
         noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
         pre = {p: c.stats for p, c in zip(cols, choices) if p < h}   # the target columns' statistics, reused once
         seen = {p: c.history for p, c in zip(cols, choices) if p < h and c.history is not None}

@@ -10,6 +10,7 @@ __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats_reference', 'kernel
 import contextlib
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -41,14 +42,26 @@ def _chunks(N: int, block_rows: int, n_threads: int):
     cuts = [round(t * n_blocks / T) * block_rows for t in range(T + 1)]
     return [(lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:])]
 
+_POOLS: dict = {}                # (process id, workers) -> a persistent pool; a forked child makes its own
+_WORKER = threading.local()      # set in the pools' threads
+
+def _pool(n: int) -> ThreadPoolExecutor:
+    "The persistent pool of `n` worker threads of this process (threads started once, not once per pass)."
+    key = (os.getpid(), n)
+    ex = _POOLS.get(key)
+    if ex is None:                 # two threads racing here make two pools; one is kept, the other never starts a thread
+        ex = _POOLS.setdefault(key, ThreadPoolExecutor(max_workers=n, thread_name_prefix="predictability",
+                                                       initializer=lambda: setattr(_WORKER, "on", True)))
+    return ex
+
 def _run_chunks(work, chunks, blas: bool = True):
     """Run `work(lo, hi)` for every chunk, in worker threads when there are several; results in chunk order.
-    `blas`: `work` calls BLAS, which is then held at one thread (pure Numba work skips that switch)."""
+    `blas`: `work` calls BLAS, which is then held at one thread (pure Numba work skips that switch). A call from
+    inside a worker runs its chunks in that thread: a pool waiting on itself would deadlock."""
     with one_blas_thread() if blas else contextlib.nullcontext():
-        if len(chunks) == 1:
-            return [work(*chunks[0])]
-        with ThreadPoolExecutor(max_workers=len(chunks)) as ex:
-            return list(ex.map(lambda c: work(*c), chunks))
+        if len(chunks) == 1 or getattr(_WORKER, "on", False):
+            return [work(*c) for c in chunks]
+        return list(_pool(len(chunks)).map(lambda c: work(*c), chunks))
 
 # %% ../nbs/03_kernels.ipynb #f522f507
 _SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
