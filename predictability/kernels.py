@@ -355,8 +355,9 @@ def _gauss_rows(A, xx, bb):
             A[i, j] = _exp_neg(-d)
 
 @jit(**_EXP_JIT)
-def _gauss_rows32(A, xx, bb):
-    "float32 twin of `_gauss_rows`."
+def _gauss_rows32(A, xx, bb, out):
+    """float32 twin of `_gauss_rows`, from the float32 cross products `A`: the kernel goes to `out`, which is `A` itself
+    (float32 block products) or a float64 block (the float32 kernel for float64 products)."""
     m, n = A.shape
     two = np.float32(2.0)
     for i in range(m):
@@ -364,19 +365,7 @@ def _gauss_rows32(A, xx, bb):
         for j in range(n):
             d = xi + bb[j] - two * A[i, j]
             d = d if d > _ZERO_F else _ZERO_F
-            A[i, j] = _exp_neg32(-d)
-
-@jit(**_EXP_JIT)
-def _gauss_rows32_64(A, xx, bb, out):
-    "`_gauss_rows32` of the float32 cross products `A`, written as float64 into `out` (the float32 kernel for float64 products)."
-    m, n = A.shape
-    two = np.float32(2.0)
-    for i in range(m):
-        xi = xx[i]
-        for j in range(n):
-            d = xi + bb[j] - two * A[i, j]
-            d = d if d > _ZERO_F else _ZERO_F
-            out[i, j] = np.float64(_exp_neg32(-d))
+            out[i, j] = _exp_neg32(-d)
 
 @jit(**_EXP_JIT)
 def _gauss_rows_direct(X, BT, K):
@@ -424,11 +413,11 @@ def _kernel_block(X, B, BT, xx, bb, s, e, buf, f32, direct, scratch=None):
     elif scratch is not None:
         A = scratch[: e - s]
         _blas.sgemm(1.0, B.T, X[s:e].T, beta=0.0, c=A.T, trans_a=1, overwrite_c=1)
-        _gauss_rows32_64(A, xx[s:e], bb, Kb)
+        _gauss_rows32(A, xx[s:e], bb, Kb)
     else:
         # Fortran view: Kb^T (n, m) = B X_b^T; B.T and X_b.T are Fortran-contiguous views, so BLAS copies nothing
         (_blas.sgemm if f32 else _blas.dgemm)(1.0, B.T, X[s:e].T, beta=0.0, c=Kb.T, trans_a=1, overwrite_c=1)
-        (_gauss_rows32 if f32 else _gauss_rows)(Kb, xx[s:e], bb)
+        _gauss_rows32(Kb, xx[s:e], bb, Kb) if f32 else _gauss_rows(Kb, xx[s:e], bb)
     return Kb
 
 def _gram_chunk(X, B, BT, xx, bb, F, lo, hi, block_rows, f32, direct):
