@@ -21,7 +21,7 @@ from scipy import optimize
 from .core import check_scalar, normalize, one_blas_thread
 from .kernels import gaussian_kernel
 from .kstats import KernelStats, kernel_stats
-from .nystrom import npc_iterate
+from .nystrom import basis_indices, npc_iterate
 
 # %% ../nbs/07a_labelfree.ipynb #e54629d7
 NOISE_BOUNDS = (1e-2, 1e4)      # $\sigma^2$: below 1e-2 the Nystrom step's T^(1/2) loses digits (see the text)
@@ -124,7 +124,7 @@ SEARCH_BASIS = 200 # basis points of the searches on a subsample (evenly spaced 
 def _search_basis(basis) -> np.ndarray:
     "`SEARCH_BASIS` evenly spaced rows of `basis` (all when it is smaller): the basis of the width search and the guard on a subsample."
     basis = np.asarray(basis)
-    return basis[np.unique(np.round(np.linspace(0, len(basis) - 1, min(len(basis), SEARCH_BASIS))).astype(np.int64))]
+    return basis[basis_indices(len(basis), SEARCH_BASIS)]
 
 @dataclass(eq=False)
 class GPFit:
@@ -369,8 +369,8 @@ def choose(fbar,                  # (N,) unit-norm, centred column
                                  n_perm=n_perm, random_state=rng, device=device, rows=fit.rows,
                                  evidences=fit.searched if X_test is None and precision == "float64" else None)   # one subsample
     med = float(np.median(test.null))
-    equal = (X_test is not None and compare_weights and n_iter == "auto"
-             and test.statistic > _tested_rows_lr(fit, noise))   # type-II ML between the two kernels
+    equal = (X_test is not None and compare_weights and n_iter == "auto" and test.p_value <= alpha
+             and test.statistic > _tested_rows_lr(fit, noise))   # type-II ML between the two kernels (only if it moves)
     if equal:                                          # ARD's linear-kernel weights miss what equal weights see
         fit = fit_gp(fbar, X_test, basis, noise=noise, kernel_scale=kernel_scale, device=device, random_state=rng,
                      precision=precision)
