@@ -21,11 +21,11 @@ from tqdm import tqdm
 
 from .ard import fit_ard_joint
 from .core import (NormStats, as_predictors, check_bool, check_int, check_random_state, check_scalar,
-                                 normalize)
-from .kernels import _normalize_fast, gaussian_kernel, kernel_features
+                                 normalize, one_blas_thread)
+from .kernels import _check_weights, _normalize_fast, _scaled_columns, gaussian_kernel
 from .kstats import _check_precision, kernel_stats
 from .labelfree import choose
-from .lpc import check_collinear, lpc_iterate, lpc_step
+from .lpc import _check_collinear_normalized, lpc_iterate, lpc_step
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
 from .opc import opc_iterate, opc_step
@@ -94,6 +94,13 @@ NPC_EXACT_MAX_N = 5000
 def _others(p, P):
     return np.r_[0:p, p + 1:P]
 
+def _model_features(Hcols, w=None):
+    """(e:anisotropickernel) features at $\\sigma_k^2 = 1$, $X=\\sqrt N\\,\\overline G\\,\\mathrm{diag}(\\sqrt{\\mathbf w})$, of
+    columns already on $\\mathcal M$ (unit norm, centred): the input as `_check_inputs` normalised it, the updates as
+    the GP steps return them. `kernel_features` would normalise them again, which changes only round-off and took
+    11 ms of a 155 ms target step at AWA2 scale; here they are only scaled. `w`: weights (renormalised), None: equal."""
+    return _scaled_columns(Hcols, np.sqrt(Hcols.shape[0] * _check_weights(w, Hcols.shape[1])))
+
 def _fixed_loop(step):
     "History of column p iterated by `step` against the other columns held at their values in `H0`."
     def fixed(p, H0, n_iter):
@@ -123,7 +130,7 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
         cols = slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o    # a view when contiguous: no copy
-        X1 = kernel_features(Hb[:, cols], weights[p, o], 1.0)                 # (e:anisotropickernel) at sigma_k^2 = 1
+        X1 = _model_features(Hb[:, cols], weights[p, o])                      # (e:anisotropickernel) at sigma_k^2 = 1
         return X1 / np.sqrt(kernel_scale[p])    # then scaled as the label-free choice scales it: the same bits
     if method == "npc-exact":
         def exact(p, Hb, first=False):
@@ -170,8 +177,8 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
         if p >= h and Hbar.shape[1] - h >= 2:
             o = o[o >= h]
         w = weights[p, o] if weights[p, o].sum() > 0 else None
-        X1 = kernel_features(Hbar[:, o], w, 1.0)
-        X_test = kernel_features(Hbar[:, o], None, 1.0) if ard else None   # the guard's: no ARD weights fitted on p
+        X1 = _model_features(Hbar[:, o], w)
+        X_test = _model_features(Hbar[:, o]) if ard else None   # the guard's: no ARD weights fitted on p
         out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
                           random_state=rng, device=device, precision=precision, compare_weights=compare_weights))
     return out
@@ -179,14 +186,14 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
 
 # %% ../nbs/07_combine.ipynb #b3a9da0a
 def _check_collinear_once(Gb):
-    "`check_collinear(Gb)`; inside `reuse_kernel_stats()` (tune's grid) only once per reference matrix."
+    "`check_collinear` of the normalised references `Gb`; inside `reuse_kernel_stats()` (tune's grid) only once per matrix."
     store = _SHARED.get()
     if store is None:
-        return check_collinear(Gb, "references")
+        return _check_collinear_normalized(Gb, "references")
     key = hashlib.blake2b(np.ascontiguousarray(Gb).tobytes(), digest_size=20).hexdigest()
     seen = store.setdefault("collinear_ok", set())
     if key not in seen:
-        check_collinear(Gb, "references")        # raises for collinear references: nothing is remembered then
+        _check_collinear_normalized(Gb, "references")   # raises for collinear references: nothing is remembered then
         seen.add(key)
 
 def _check_inputs(target, references, method, n_basis):
@@ -378,113 +385,116 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
 
     `relevance` is, for a 1-D target, the (R,) weights of the references; for an (N, H) target, an (H, H + R)
     array whose row h weighs [target columns, references] for column h (zero on the diagonal)."""
-    n_iter = _auto_or(n_iter, "n_iter", check_int)
-    n_basis = check_int(n_basis, "n_basis", low=1)
-    joint = check_bool(joint, "joint")
-    lam = check_scalar(lam, "lam")
-    noise = _auto_or(noise, "noise", lambda x, nm: check_scalar(x, nm, strict=True))
-    kernel_scale = _auto_or(kernel_scale, "kernel_scale", lambda x, nm: check_scalar(x, nm, strict=True))
-    rng = check_random_state(random_state)
-    perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
-    if progress is not None:
-        progress = check_bool(progress, "progress")
-    if isinstance(ard, str) or not (isinstance(ard, (bool, np.bool_)) or np.ndim(ard) == 2):
-        raise ValueError(f"`ard` must be True, False or a (P, P) relevance matrix from `fit_ard_joint`; got {ard!r}.")
-    _check_device(device, method)
-    precision = _check_precision(precision, device)
-    if precision == "float32" and method != "npc":
-        raise ValueError(f"`precision`='float32' applies to method='npc' (its Nystrom kernel statistics); got "
-                         f"method={method!r}. Use precision='float64'.")
-    F, F2, Gr, Fb, Gb, labels = _check_inputs(target, references, method, n_basis)
-    n, h = Fb.shape[0], Fb.shape[1]
-    Hbar = np.c_[Fb, Gb]                                       # H^0 on the model space
-    P = Hbar.shape[1]
-    if basis == "even":
-        idx = basis_indices(n, n_basis)
-    elif basis == "random":
-        idx = np.sort(rng.choice(n, size=min(n_basis, n), replace=False))
-    else:
-        raise ValueError(f"`basis` must be 'even' or 'random'; got {basis!r}.")
-    gp = method in ("npc", "npc-exact")
-    given = not isinstance(ard, (bool, np.bool_))
-    use_ard = gp and (given or bool(ard))
-    if use_ard and given:                                       # precomputed weights, e.g. shared by `tune`
-        weights = np.asarray(ard, dtype=np.float64)
-        if weights.shape != (P, P) or not np.isfinite(weights).all() or (weights < 0).any():
-            raise ValueError(f"`ard` as an array must be the ({P}, {P}) non-negative relevance matrix of "
-                         "`fit_ard_joint(np.c_[target, references])`.")
-    elif use_ard:
-        weights = fit_ard_joint(np.c_[F2, Gr], rows=None if joint else range(h))   # Algorithm 1, line 2: once, from H^0
-                                                               # (with fixed references only the targets' rows are used)
-    else:
-        weights = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(weights, 0.0)
-    cols = list(range(P) if joint else range(h))
-    auto = gp and "auto" in (noise, kernel_scale, n_iter)
-    if auto:                                                   # the label-free rules, column by column
-        choices = _choices(Hbar, h, cols, weights, idx, ard=use_ard, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
-                           rng=perm_rng, device=device, precision=precision, compare_weights=use_ard and not given)
-        for p, c in zip(cols, choices):
-            if c.equal_weights:                                # ARD's weights missed what equal weights see
-                o = _others(p, P)
-                weights[p, o] = 1.0 / len(o)
-        noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
-        pre = {p: c.stats for p, c in zip(cols, choices) if p < h}   # the target columns' statistics, reused once
-        seen = {p: c.history for p, c in zip(cols, choices) if p < h and c.history is not None}
-        for c in choices:
-            c.stats = c.history = None                         # the result does not hold N-sized arrays
-    else:
-        choices, pre, seen = [], None, None
-        nz, ks, ni = ((_FIXED[k] if v == "auto" else v) for k, v in
-                      (("noise", noise), ("kernel_scale", kernel_scale), ("n_iter", n_iter)))
-        noise_p, scale_p, iters = [nz] * len(cols), [ks] * len(cols), [int(ni)] * len(cols)
-    noise_a, scale_a = np.full(P, np.nan), np.full(P, np.nan)
-    noise_a[cols], scale_a[cols] = noise_p, scale_p
-    iters = dict(zip(cols, iters))
-    n_sweeps = max(iters[p] for p in range(h))                # references move only while a target column does
-    step, fixed = _make_step(method, weights, lam=lam, noise=noise_a, kernel_scale=scale_a, n_basis=n_basis,
-                             basis=idx, device=device, pre=pre, seen=seen, precision=precision)
-    stats = NormStats.of(F2)
-    if progress is None:                                       # flops: honest to a small factor
-        nb, R = len(idx), P - 1
-        big = {"npc": 2 * n * nb * R + n * nb * nb, "npc-exact": 3.5 * n ** 3 + 2 * n * n * R}.get(method, 0)
-        small = 12 * nb ** 3 if method == "npc" else 0         # Choleskys, whitening, top eigenpair
-        passes = 1 if (method == "npc" and not joint) else n_sweeps   # fixed references: statistics once
-        progress = len(cols) * (passes * big + n_sweeps * small) > 1e11   # about 5 s at 20 GFLOP/s
-    n_jobs = 1   # columns in threads measured 4-15x slower on a loaded 2-core machine (BLAS limiter toggling)
-    if joint:                                                  # Algorithm 1: every column from H^t, each for its own sweeps
-        history = [F2.copy()]
-        for t in tqdm(range(n_sweeps), desc=f"combine ({method})", disable=not progress, leave=False):
-            Hbar = joint_step(Hbar, functools.partial(step, first=t == 0), [p for p in cols if t < iters[p]], n_jobs)
-            history.append(stats.inverse(Hbar[:, :h]))
-        history = np.stack(history)
-    else:                                                      # each target column against the fixed input columns
-        with tqdm(total=len(cols), desc=f"combine ({method})", disable=not progress, leave=False) as bar:
-            runs = _map_columns(lambda p: (fixed(p, Hbar, iters[p]), bar.update())[0], cols, n_jobs)
-        runs = [np.concatenate([Hp, np.repeat(Hp[-1:], n_sweeps - iters[p], axis=0)])   # frozen after its own
-                for p, Hp in zip(cols, runs)]
-        history = np.stack([stats.inverse(Ht) for Ht in np.stack(runs, axis=-1)])
-        history[0] = F2
-    for p in range(h):                                         # a column stops at its own iteration, exactly
-        history[iters[p] + 1:, :, p] = history[iters[p], :, p]
-    if F.ndim == 1:
-        history = history[:, :, 0]
-    relevance = None
-    if use_ard:
-        relevance = weights[:h, :].copy()
+    # One BLAS thread throughout; the kernel passes run their own worker threads. A threaded BLAS call leaves OpenBLAS's
+    # threads spinning for a while, and they took a core from the next kernel pass (82 -> 121 ms at AWA2 scale).
+    with one_blas_thread():
+        n_iter = _auto_or(n_iter, "n_iter", check_int)
+        n_basis = check_int(n_basis, "n_basis", low=1)
+        joint = check_bool(joint, "joint")
+        lam = check_scalar(lam, "lam")
+        noise = _auto_or(noise, "noise", lambda x, nm: check_scalar(x, nm, strict=True))
+        kernel_scale = _auto_or(kernel_scale, "kernel_scale", lambda x, nm: check_scalar(x, nm, strict=True))
+        rng = check_random_state(random_state)
+        perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
+        if progress is not None:
+            progress = check_bool(progress, "progress")
+        if isinstance(ard, str) or not (isinstance(ard, (bool, np.bool_)) or np.ndim(ard) == 2):
+            raise ValueError(f"`ard` must be True, False or a (P, P) relevance matrix from `fit_ard_joint`; got {ard!r}.")
+        _check_device(device, method)
+        precision = _check_precision(precision, device)
+        if precision == "float32" and method != "npc":
+            raise ValueError(f"`precision`='float32' applies to method='npc' (its Nystrom kernel statistics); got "
+                             f"method={method!r}. Use precision='float64'.")
+        F, F2, Gr, Fb, Gb, labels = _check_inputs(target, references, method, n_basis)
+        n, h = Fb.shape[0], Fb.shape[1]
+        Hbar = np.c_[Fb, Gb]                                       # H^0 on the model space
+        P = Hbar.shape[1]
+        if basis == "even":
+            idx = basis_indices(n, n_basis)
+        elif basis == "random":
+            idx = np.sort(rng.choice(n, size=min(n_basis, n), replace=False))
+        else:
+            raise ValueError(f"`basis` must be 'even' or 'random'; got {basis!r}.")
+        gp = method in ("npc", "npc-exact")
+        given = not isinstance(ard, (bool, np.bool_))
+        use_ard = gp and (given or bool(ard))
+        if use_ard and given:                                       # precomputed weights, e.g. shared by `tune`
+            weights = np.asarray(ard, dtype=np.float64)
+            if weights.shape != (P, P) or not np.isfinite(weights).all() or (weights < 0).any():
+                raise ValueError(f"`ard` as an array must be the ({P}, {P}) non-negative relevance matrix of "
+                             "`fit_ard_joint(np.c_[target, references])`.")
+        elif use_ard:
+            weights = fit_ard_joint(np.c_[F2, Gr], rows=None if joint else range(h))   # Algorithm 1, line 2: once, from H^0
+                                                                   # (with fixed references only the targets' rows are used)
+        else:
+            weights = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(weights, 0.0)
+        cols = list(range(P) if joint else range(h))
+        auto = gp and "auto" in (noise, kernel_scale, n_iter)
+        if auto:                                                   # the label-free rules, column by column
+            choices = _choices(Hbar, h, cols, weights, idx, ard=use_ard, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
+                               rng=perm_rng, device=device, precision=precision, compare_weights=use_ard and not given)
+            for p, c in zip(cols, choices):
+                if c.equal_weights:                                # ARD's weights missed what equal weights see
+                    o = _others(p, P)
+                    weights[p, o] = 1.0 / len(o)
+            noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
+            pre = {p: c.stats for p, c in zip(cols, choices) if p < h}   # the target columns' statistics, reused once
+            seen = {p: c.history for p, c in zip(cols, choices) if p < h and c.history is not None}
+            for c in choices:
+                c.stats = c.history = None                         # the result does not hold N-sized arrays
+        else:
+            choices, pre, seen = [], None, None
+            nz, ks, ni = ((_FIXED[k] if v == "auto" else v) for k, v in
+                          (("noise", noise), ("kernel_scale", kernel_scale), ("n_iter", n_iter)))
+            noise_p, scale_p, iters = [nz] * len(cols), [ks] * len(cols), [int(ni)] * len(cols)
+        noise_a, scale_a = np.full(P, np.nan), np.full(P, np.nan)
+        noise_a[cols], scale_a[cols] = noise_p, scale_p
+        iters = dict(zip(cols, iters))
+        n_sweeps = max(iters[p] for p in range(h))                # references move only while a target column does
+        step, fixed = _make_step(method, weights, lam=lam, noise=noise_a, kernel_scale=scale_a, n_basis=n_basis,
+                                 basis=idx, device=device, pre=pre, seen=seen, precision=precision)
+        stats = NormStats.of(F2)
+        if progress is None:                                       # flops: honest to a small factor
+            nb, R = len(idx), P - 1
+            big = {"npc": 2 * n * nb * R + n * nb * nb, "npc-exact": 3.5 * n ** 3 + 2 * n * n * R}.get(method, 0)
+            small = 12 * nb ** 3 if method == "npc" else 0         # Choleskys, whitening, top eigenpair
+            passes = 1 if (method == "npc" and not joint) else n_sweeps   # fixed references: statistics once
+            progress = len(cols) * (passes * big + n_sweeps * small) > 1e11   # about 5 s at 20 GFLOP/s
+        n_jobs = 1   # columns in threads measured 4-15x slower on a loaded 2-core machine (BLAS limiter toggling)
+        if joint:                                                  # Algorithm 1: every column from H^t, each for its own sweeps
+            history = [F2.copy()]
+            for t in tqdm(range(n_sweeps), desc=f"combine ({method})", disable=not progress, leave=False):
+                Hbar = joint_step(Hbar, functools.partial(step, first=t == 0), [p for p in cols if t < iters[p]], n_jobs)
+                history.append(stats.inverse(Hbar[:, :h]))
+            history = np.stack(history)
+        else:                                                      # each target column against the fixed input columns
+            with tqdm(total=len(cols), desc=f"combine ({method})", disable=not progress, leave=False) as bar:
+                runs = _map_columns(lambda p: (fixed(p, Hbar, iters[p]), bar.update())[0], cols, n_jobs)
+            runs = [np.concatenate([Hp, np.repeat(Hp[-1:], n_sweeps - iters[p], axis=0)])   # frozen after its own
+                    for p, Hp in zip(cols, runs)]
+            history = np.stack([stats.inverse(Ht) for Ht in np.stack(runs, axis=-1)])
+            history[0] = F2
+        for p in range(h):                                         # a column stops at its own iteration, exactly
+            history[iters[p] + 1:, :, p] = history[iters[p], :, p]
         if F.ndim == 1:
-            relevance = relevance[0, 1:]
-    one = lambda v: v[0] if F.ndim == 1 or len(set(v)) == 1 else list(v)   # a number, or one per target column
-    params = dict(method=method, n_iter=int(n_sweeps), n_basis=int(len(idx)), joint=joint, ard=use_ard, lam=lam,
-                  noise=one([float(noise_a[p]) for p in range(h)]),
-                  kernel_scale=one([float(scale_a[p]) for p in range(h)]), basis=basis, device=device)
-    if precision != "float64":
-        params["precision"] = precision
-    if auto:
-        params["n_iter_per_column"] = one([iters[p] for p in range(h)])
-    unchanged = all(iters[p] == 0 for p in range(h))
-    if unchanged and auto and n_iter == "auto":
-        warnings.warn("the references predict the target no better than chance (permutation test of the GP evidence, "
-                      "see `res.choices`): the target is returned unchanged. Pass `n_iter` to force iterations.",
-                      stacklevel=2)
-    res = CombineResult(history[-1].copy(), history, relevance, params, choices, unchanged)
-    return _wrap(res, labels, _is_pandas(target) or _is_pandas(references))
+            history = history[:, :, 0]
+        relevance = None
+        if use_ard:
+            relevance = weights[:h, :].copy()
+            if F.ndim == 1:
+                relevance = relevance[0, 1:]
+        one = lambda v: v[0] if F.ndim == 1 or len(set(v)) == 1 else list(v)   # a number, or one per target column
+        params = dict(method=method, n_iter=int(n_sweeps), n_basis=int(len(idx)), joint=joint, ard=use_ard, lam=lam,
+                      noise=one([float(noise_a[p]) for p in range(h)]),
+                      kernel_scale=one([float(scale_a[p]) for p in range(h)]), basis=basis, device=device)
+        if precision != "float64":
+            params["precision"] = precision
+        if auto:
+            params["n_iter_per_column"] = one([iters[p] for p in range(h)])
+        unchanged = all(iters[p] == 0 for p in range(h))
+        if unchanged and auto and n_iter == "auto":
+            warnings.warn("the references predict the target no better than chance (permutation test of the GP evidence, "
+                          "see `res.choices`): the target is returned unchanged. Pass `n_iter` to force iterations.",
+                          stacklevel=2)
+        res = CombineResult(history[-1].copy(), history, relevance, params, choices, unchanged)
+        return _wrap(res, labels, _is_pandas(target) or _is_pandas(references))

@@ -15,7 +15,7 @@ from scipy.linalg import lapack
 
 from .core import check_scalar, one_blas_thread
 from .kernels import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _check_threads, _check_values, _sum_chunks,
-                                    _chunks, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
+                                    _chunks, _gram_chunk, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
                                     gram_stats_reference, kernel_matvec)
 
 # %% ../nbs/04a_kernel_stats.ipynb #1eef7217
@@ -64,18 +64,6 @@ def whiten(KBB: np.ndarray,  # ($N'$, $N'$) symmetric PSD kernel matrix of the b
 # %% ../nbs/04a_kernel_stats.ipynb #baac2fc5
 _SMALL_FLOPS = 3e8
 
-def _dense_chunk(X, B, BT, xx, bb, F, K, lo, hi, block_rows, direct):
-    "Rows lo:hi of K written into K, with M (upper triangle) and K^T F accumulated block by block."
-    n = B.shape[0]
-    M = np.zeros((n, n), order="F")
-    KF = np.zeros((n, F.shape[1]), order="F")
-    for s in range(lo, hi, block_rows):
-        e = min(hi, s + block_rows)
-        Kb = _kernel_block(X, B, BT, xx, bb, s, e, K[s:], False, direct)
-        _blas.dsyrk(1.0, Kb.T, beta=1.0, c=M, trans=0, lower=0, overwrite_c=1)
-        _blas.dgemm(1.0, Kb.T, F[s:e].T, beta=1.0, c=KF, trans_b=1, overwrite_c=1)
-    return M, KF
-
 def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     "(K, M, K^T F) with K (N, N') stored, by the fused blocked pass."
     N, D = X.shape
@@ -87,18 +75,18 @@ def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     K = np.empty((N, n))
     Xc, Bc, BT, xx, bb = _prepare(X, B, False)
     direct = D <= _DIRECT_MAX_D
-    parts = _run_chunks(lambda lo, hi: _dense_chunk(Xc, Bc, BT, xx, bb, F, K, lo, hi, block_rows, direct), chunks)
+    parts = _run_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, False, direct, K), chunks)
     M, KF = _sum_chunks(parts)
     return K, np.ascontiguousarray(M), np.ascontiguousarray(KF)
 
 def _rmatvec_chunk(X, B, BT, xx, bb, V, lo, hi, block_rows, direct):
     n = B.shape[0]
-    out = np.zeros((n, V.shape[1]), order="F")
+    out, tmp = np.zeros((n, V.shape[1])), np.empty((n, V.shape[1]))
     buf = np.empty((min(block_rows, hi - lo), n))
     for s in range(lo, hi, block_rows):
         e = min(hi, s + block_rows)
         Kb = _kernel_block(X, B, BT, xx, bb, s, e, buf, False, direct)
-        _blas.dgemm(1.0, Kb.T, V[s:e].T, beta=1.0, c=out, trans_b=1, overwrite_c=1)
+        out += np.matmul(Kb.T, V[s:e], out=tmp)      # NumPy's matmul releases the GIL; scipy's BLAS wrappers do not
     return out
 
 def _rmatvec_streamed(X, B, V, block_rows=None, n_threads=None):
@@ -150,31 +138,6 @@ def _gram32_error(X, B, W, block_rows):
             x = y / nrm
         return float(np.linalg.norm(op(x)) * np.sqrt(N / len(rows)))
 
-def _stats32_chunk(X, B, BT, xx, bb, F, K, lo, hi, block_rows, prod32):
-    """Rows lo:hi: float32 kernel blocks (into K when stored), M (upper triangle) and K^T F summed in float64.
-    `prod32`: per-block products by ssyrk/sgemm in float32; else dsyrk/dgemm of the block written as float64."""
-    n, H = B.shape[0], F.shape[1]
-    M = np.zeros((n, n), order="F")
-    KF = np.zeros((n, H), order="F")
-    m = min(block_rows, hi - lo)
-    buf = np.empty((m, n), np.float32 if prod32 else np.float64) if K is None else None
-    scratch = None if prod32 else np.empty((m, n), np.float32)
-    if prod32:
-        Mb = np.zeros((n, n), dtype=np.float32, order="F")
-        KFb = np.zeros((n, H), dtype=np.float32, order="F")
-    for s in range(lo, hi, block_rows):
-        e = min(hi, s + block_rows)
-        Kb = _kernel_block(X, B, BT, xx, bb, s, e, buf if K is None else K[s:], True, False, scratch)
-        if prod32:
-            _blas.ssyrk(1.0, Kb.T, beta=0.0, c=Mb, trans=0, lower=0, overwrite_c=1)
-            _blas.sgemm(1.0, Kb.T, F[s:e].T, beta=0.0, c=KFb, trans_b=1, overwrite_c=1)
-            M += Mb
-            KF += KFb
-        else:
-            _blas.dsyrk(1.0, Kb.T, beta=1.0, c=M, trans=0, lower=0, overwrite_c=1)
-            _blas.dgemm(1.0, Kb.T, F[s:e].T, beta=1.0, c=KF, trans_b=1, overwrite_c=1)
-    return M, KF
-
 def _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_rows=None, n_threads=None):
     "`kernel_stats(..., precision='float32')`: the probe decides the block products, then one pass."
     N, D = X.shape
@@ -192,7 +155,8 @@ def _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_rows=None, n_threads=
     chunks = _chunks(N, block_rows, _check_threads(n_threads))
     Xc, Bc, BT, xx, bb = _prepare(X, B, True)
     Fc = np.ascontiguousarray(F, dtype=np.float32 if prod32 else np.float64)
-    parts = _run_chunks(lambda lo, hi: _stats32_chunk(Xc, Bc, BT, xx, bb, Fc, K, lo, hi, block_rows, prod32), chunks)
+    parts = _run_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, Fc, lo, hi, block_rows, True, False, K, prod32),
+                        chunks)
     M, KF = _sum_chunks(parts)
     kf = None if f is None else (KF[:, :-1].copy() if f.ndim == 2 else KF[:, 0].copy())
     return KernelStats(np.ascontiguousarray(M), np.ascontiguousarray(KF[:, -1]), KBB, kf,
@@ -227,7 +191,7 @@ def _stream32(X, B, prod32, work, block_rows=None, n_threads=None):
     def chunk(lo, hi):
         m = min(block_rows, hi - lo)
         buf = np.empty((m, n), np.float32 if prod32 else np.float64)
-        scratch = None if prod32 else np.empty((m, n), np.float32)
+        scratch = np.empty((m, n), np.float32)
         return [work(_kernel_block(Xc, Bc, BT, xx, bb, s, min(hi, s + block_rows), buf, True, False, scratch), s,
                      min(hi, s + block_rows)) for s in range(lo, hi, block_rows)]
     return _run_chunks(chunk, _chunks(N, block_rows, _check_threads(n_threads)))

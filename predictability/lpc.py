@@ -9,7 +9,7 @@ __all__ = ['reference_basis', 'check_collinear', 'linear_predictability', 'lpc_s
 import numpy as np
 
 from .core import as_predictors, check_scalar, normalize, one_blas_thread
-from .kernels import _normalize_fast
+from .kernels import _column_gram, _normalize_fast
 from .opc import _check_rows, _fixed_run_inputs, _span_top, _top_direction
 
 # %% ../nbs/02_lpc.ipynb #575c582e
@@ -51,11 +51,15 @@ def check_collinear(Gbar: np.ndarray, # the references, (N, R)
                    ) -> None: # raises `ValueError` when some are
     r"Raise `ValueError` naming each reference (column) that is within `rtol` of the span of the earlier ones, after projection onto $\mathcal M$."
     Gb = _normalize_fast(as_predictors(Gbar, name, ndim=(2,)), name)
-    rtol = check_scalar(rtol, "rtol", high=1.0)
+    _check_collinear_normalized(Gb, name, check_scalar(rtol, "rtol", high=1.0))
+
+def _check_collinear_normalized(Gb, name="references", rtol=1e-8):
+    "`check_collinear` of references already on $\\mathcal M$ (unit norm, centred), without a second validation pass."
     N, R = Gb.shape
     if N > R:   # every distance >= sqrt(lambda_min(Gb^T Gb)), known to within (N + R) R eps: conclusive above that
+        G2 = _column_gram(Gb)                               # row chunks in threads, one BLAS thread each
         with one_blas_thread():                             # threaded BLAS stalls on a busy machine: measured 5x
-            lam_min = np.linalg.eigvalsh(Gb.T @ Gb)[0]
+            lam_min = np.linalg.eigvalsh(G2)[0]
         if lam_min - (N + R) * R * np.finfo(np.float64).eps > rtol ** 2:
             return
     found = _collinear_columns(Gb, rtol)

@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from .ard import fit_ard_joint
 from .combination import CombineResult, _align, _is_pandas, _Labels, _wrap, combine, reuse_kernel_stats
-from .core import as_predictors, check_bool, check_int
+from .core import as_predictors, check_bool, check_int, one_blas_thread
 
 # %% ../nbs/08_tune.ipynb #bd072d79
 def _check_labels(labels, name: str = "labels") -> np.ndarray:
@@ -170,45 +170,46 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
     With `per_column=True` an (N, H) target gets one (setting, iteration) per column, each column scored on its own
     labels (`labels` is (n, H), the metric per column, Kendall's tau by default) from the same joint runs; `params`
     and `n_iter` are then lists, one entry per column, and `score` is their mean."""
-    references = _align(target, references)
-    F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
-    Gr = None if references is None else as_predictors(references, "references", ndim=(1, 2), min_points=3)
-    n_iter = check_int(n_iter, "n_iter")
-    progress = check_bool(progress, "progress")
-    per_column = check_bool(per_column, "per_column")
-    index = _check_index(index, F.shape[0])
-    if per_column:
-        return _tune_per_column(target, references, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
-                                method=method, progress=progress, **combine_kwargs)
-    fn = _metric(metric, F)
-    if fn is accuracy:
-        labels = np.asarray(labels)
-        accuracy(F.reshape(len(F), -1)[index], labels)      # class indices within the target's columns
-    else:
-        labels = labels.to_numpy() if hasattr(labels, "to_numpy") else np.asarray(labels)
-        if labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1):
-            labels = _check_labels(labels)
-    if labels.shape[0] != index.shape[0]:
-        raise ValueError(f"`labels` has {labels.shape[0]} entries but `index` selects {index.shape[0]} rows.")
-    if not np.all(np.isfinite(np.asarray(labels, dtype=np.float64))):
-        raise ValueError("`labels` contains NaN or infinite values; label only points with known values.")
-    grid, keys = _prepare(F, Gr, grid, method, combine_kwargs)
-    rows, best = [], None
-    with reuse_kernel_stats():   # grid points with the same kernel scale share the NPC kernel statistics
-        for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
-            params = dict(zip(keys, values))
-            res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
-            for t, pred in enumerate(res.history):
-                score = _score(fn, pred[index], labels, params, t)
-                rows.append({**params, "iteration": t, "score": score})
-                if best is None or score > best[0]:
-                    best = (score, params, t, res)
-    score, params, t, res = best
-    chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
-                           {**res.params, "n_iter": t})
-    Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
-    chosen = _wrap(chosen, _Labels.of(target, references, F, Gl), _is_pandas(target) or _is_pandas(references))
-    return TuneResult(params, t, float(score), chosen, pd.DataFrame(rows))
+    with one_blas_thread():   # single-threaded BLAS throughout, as in `combine`
+        references = _align(target, references)
+        F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
+        Gr = None if references is None else as_predictors(references, "references", ndim=(1, 2), min_points=3)
+        n_iter = check_int(n_iter, "n_iter")
+        progress = check_bool(progress, "progress")
+        per_column = check_bool(per_column, "per_column")
+        index = _check_index(index, F.shape[0])
+        if per_column:
+            return _tune_per_column(target, references, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
+                                    method=method, progress=progress, **combine_kwargs)
+        fn = _metric(metric, F)
+        if fn is accuracy:
+            labels = np.asarray(labels)
+            accuracy(F.reshape(len(F), -1)[index], labels)      # class indices within the target's columns
+        else:
+            labels = labels.to_numpy() if hasattr(labels, "to_numpy") else np.asarray(labels)
+            if labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1):
+                labels = _check_labels(labels)
+        if labels.shape[0] != index.shape[0]:
+            raise ValueError(f"`labels` has {labels.shape[0]} entries but `index` selects {index.shape[0]} rows.")
+        if not np.all(np.isfinite(np.asarray(labels, dtype=np.float64))):
+            raise ValueError("`labels` contains NaN or infinite values; label only points with known values.")
+        grid, keys = _prepare(F, Gr, grid, method, combine_kwargs)
+        rows, best = [], None
+        with reuse_kernel_stats():   # grid points with the same kernel scale share the NPC kernel statistics
+            for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
+                params = dict(zip(keys, values))
+                res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
+                for t, pred in enumerate(res.history):
+                    score = _score(fn, pred[index], labels, params, t)
+                    rows.append({**params, "iteration": t, "score": score})
+                    if best is None or score > best[0]:
+                        best = (score, params, t, res)
+        score, params, t, res = best
+        chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
+                               {**res.params, "n_iter": t})
+        Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
+        chosen = _wrap(chosen, _Labels.of(target, references, F, Gl), _is_pandas(target) or _is_pandas(references))
+        return TuneResult(params, t, float(score), chosen, pd.DataFrame(rows))
 
 def _prepare(F, Gr, grid, method, combine_kwargs):
     "The grid (the label-free one by default for GP methods) and the ARD weights, fitted once into `combine_kwargs`."
