@@ -177,8 +177,9 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
         if p >= h and Hbar.shape[1] - h >= 2:
             o = o[o >= h]
         w = weights[p, o] if weights[p, o].sum() > 0 else None
-        X1 = _model_features(Hbar[:, o], w)
-        X_test = _model_features(Hbar[:, o]) if ard else None   # the guard's: no ARD weights fitted on p
+        Ho = Hbar[:, o[0]:o[-1] + 1] if o[-1] - o[0] == len(o) - 1 else Hbar[:, o]   # a view when contiguous: no copy
+        X1 = _model_features(Ho, w)
+        X_test = _model_features(Ho) if ard else None   # the guard's: no ARD weights fitted on p
         out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
                           random_state=rng, device=device, precision=precision, compare_weights=compare_weights))
     return out

@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import optimize
 
 from .core import check_scalar, normalize, one_blas_thread
-from .kernels import gaussian_kernel
+from .kernels import _chunks, _column_gram, _default_threads, _run_chunks, gaussian_kernel
 from .kstats import KernelStats, kernel_stats
 from .nystrom import basis_indices, npc_iterate
 
@@ -142,16 +142,26 @@ def _stats_at(X1, B1, scale, f, device, precision="float64"):
     s = np.sqrt(scale)
     return kernel_stats(X1 / s, B1 / s, f, device=device, precision=precision)
 
+def _map_widths(fn, widths, device):
+    "`[fn(w) for w in widths]`, the widths split over the worker threads on the CPU (their passes are small, one thread each)."
+    if device != "cpu":
+        return [fn(w) for w in widths]
+    parts = _run_chunks(lambda lo, hi: [fn(w) for w in widths[lo:hi]], _chunks(len(widths), 1, _default_threads()))
+    return [r for part in parts for r in part]
+
 def _search_width(fbar, X1, B1, noise, device, max_refine, precision="float64"):
     "$\\log\\hat\\sigma_k^2$ and the widths tried: the grid, then safeguarded parabolic steps (golden section when a parabola is unsafe)."
     cache = {}
+    evidence = lambda lw: nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar)
+    def fill(lw, ev):
+        cache[lw] = (ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])), ev
     def profiled(lw):                  # the energy minimised over sigma^2 at this width (or at the given sigma^2)
         if lw not in cache:
-            ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar)
-            cache[lw] = (ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])), ev
+            fill(lw, evidence(lw))
         return cache[lw][0][1]
-    for w in WIDTH_GRID:
-        profiled(float(np.log(w)))
+    grid = [float(np.log(w)) for w in WIDTH_GRID]
+    for lw, ev in zip(grid, _map_widths(evidence, grid, device)):   # the grid's widths side by side
+        fill(lw, ev)
     for _ in range(max_refine):
         xs = sorted(cache)
         i = int(np.argmin([cache[x][0][1] for x in xs]))
@@ -283,7 +293,7 @@ def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
     def evidence(w):                                   # the target's evidence on these rows at width w
         ev = evidences.get(float(np.log(w)))
         return ev if ev is not None else nystrom_evidence(_stats_at(X, B1, w, f, device), f)
-    tests = [relevance_test(evidence(w), noise=noise, n_perm=n_perm, random_state=seed) for w in widths]
+    tests = _map_widths(lambda w: relevance_test(evidence(w), noise=noise, n_perm=n_perm, random_state=seed), list(widths), device)
     stat, null = max(t.statistic for t in tests), np.max([t.null for t in tests], axis=0)
     return RelevanceTest(float(stat), null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 
@@ -313,7 +323,11 @@ def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 2:
         return 0.0
-    C = np.corrcoef(X, rowvar=False)
+    m = X.mean(axis=0)
+    centred = np.all(np.abs(m) <= 1e-12 * np.maximum(X.max(axis=0), -X.min(axis=0)))   # features on M are: no copy
+    C = _column_gram(X if centred else X - m)        # (N-1) x the covariance: syrk in row chunks (np.cov: one GEMM)
+    d = np.sqrt(np.diag(C))
+    C = C / np.outer(d, d)                           # the correlations
     return float(np.clip(np.median(1.0 - 1.0 / np.diag(np.linalg.pinv(C, hermitian=True))), 0.0, 1.0))
 
 @dataclass

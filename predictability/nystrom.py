@@ -10,7 +10,7 @@ __all__ = ['basis_indices', 'power_method', 'npc_update', 'npc_step', 'npc_step_
 import warnings
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, optimize
 from scipy.linalg import blas as _blas
 
 from .core import as_predictors, normalize, one_blas_thread, orient
@@ -181,6 +181,32 @@ def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm 
     f = Y @ E[:, -1]
     return orient(f / np.linalg.norm(f), fbar_t)
 
+# %% ../nbs/05_nystrom.ipynb #c8f3d5b2
+ARROW_MIN_ITER = 4   # iterations from which npc_iterate diagonalises lambda_J G once (one full eigh ~ 3.5 syevr subsets)
+
+class _Arrowhead:
+    "Top eigenpairs of $[[1, \\mathbf b^\\top], [\\mathbf b, \\lambda_J G]]$ for many $\\mathbf b$ and one $G$, by the secular equation."
+    def __init__(self, LG: np.ndarray):              # LG = lambda_J G, symmetric (r, r)
+        self.d, self.Q = linalg.eigh(LG, driver="evd", check_finite=False)
+        self.LG = LG
+
+    def top(self, b: np.ndarray):
+        "(mu, e) with e_0 >= 0, as `_top_eigvec` of the full matrix (which it falls back to where the root is unsafe)."
+        c, d = self.Q.T @ b, self.d
+        c2, lo = c * c, max(1.0, d[-1])
+        g = lambda mu: 1.0 - mu + np.sum(c2 / (mu - d))
+        hi = lo + np.sqrt(c2.sum())
+        mu = lo
+        if hi > lo and g(np.nextafter(lo, np.inf)) > 0:
+            mu = optimize.brentq(g, np.nextafter(lo, np.inf), hi, xtol=1e-15 * hi, rtol=4 * np.finfo(float).eps)
+        if mu - d[-1] > 1e-8 * abs(mu):
+            e = np.r_[1.0, self.Q @ (c / (mu - d))]
+            e /= np.linalg.norm(e)
+            res = np.r_[e[0] + b @ e[1:], b * e[0] + self.LG @ e[1:]] - mu * e
+            if np.linalg.norm(res) <= 1e-9 * max(abs(mu), 1.0):
+                return mu, e
+        return _top_eigvec(np.block([[np.ones((1, 1)), b[None, :]], [b[:, None], self.LG]]))
+
 # %% ../nbs/05_nystrom.ipynb #260820d0
 def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and centred
                 stats: KernelStats,      # statistics of the (fixed) references' features
@@ -199,9 +225,10 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
         alpha, D = np.zeros(n_iter + 1), np.zeros((r, n_iter + 1))
         alpha[0] = 1.0
         S = np.empty((r + 1, r + 1)); S[0, 0] = 1.0; S[1:, 1:] = lam * G
+        arrow = _Arrowhead(S[1:, 1:]) if n_iter >= ARROW_MIN_ITER else None   # lambda_J G diagonalised once
         for t in range(n_iter):
             S[0, 1:] = S[1:, 0] = sl * (alpha[t] * p0 + G @ D[:, t])      # b_t   (e:Ydecomp)
-            _, e = _top_eigvec(S)
+            _, e = _top_eigvec(S) if arrow is None else arrow.top(S[1:, 0])
             a, d = e[0] * alpha[t], e[0] * D[:, t] + sl * e[1:]
             nrm2 = a * a + 2 * a * (p0 @ d) + d @ G @ d
             if not (np.isfinite(nrm2) and nrm2 > 0):
