@@ -131,7 +131,8 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
         o = _others(p, Hb.shape[1])
         cols = slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o    # a view when contiguous: no copy
         X1 = _model_features(Hb[:, cols], weights[p, o])                      # (e:anisotropickernel) at sigma_k^2 = 1
-        return X1 / np.sqrt(kernel_scale[p])    # then scaled as the label-free choice scales it: the same bits
+        X1 /= np.sqrt(kernel_scale[p])          # then scaled as the label-free choice scales it: the same bits
+        return X1
     if method == "npc-exact":
         def exact(p, Hb, first=False):
             X = features(p, Hb)

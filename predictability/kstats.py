@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import blas as _blas
 from scipy.linalg import lapack
 
 from .core import check_scalar, one_blas_thread
@@ -62,7 +61,7 @@ def whiten(KBB: np.ndarray,  # ($N'$, $N'$) symmetric PSD kernel matrix of the b
     return Whitening(piv[:r] - 1, np.tril(c[:r, :r]), KBB.shape[0])
 
 # %% ../nbs/04a_kernel_stats.ipynb #baac2fc5
-_SMALL_FLOPS = 3e8
+_SMALL_FLOPS = 2e8   # below, one thread: at N = 2,000, N' = 200 (1.4e8 flops) two threads gained nothing; at 2.4e8, 8.3 -> 6.2 ms
 
 def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     "(K, M, K^T F) with K (N, N') stored, by the fused blocked pass."
@@ -118,25 +117,22 @@ def _check_precision(precision, # "float64" or "float32"
 # %% ../nbs/04a_kernel_stats.ipynb #84816a0d
 def _gram32_error(X, B, W, block_rows):
     """Estimated $\\lVert\\Psi^\\top(\\tilde M - M)\\Psi\\rVert_2$ of float32 block products: one probe block of evenly
-    spaced rows, its Gram by `ssyrk` and by `dsyrk` of the same float32 kernel, whitened, times $\\sqrt{N/b}$."""
+    spaced rows, its Gram by `syrk` in float32 and in float64 of the same float32 kernel, whitened, times $\\sqrt{N/b}$."""
     N, n = X.shape[0], B.shape[0]
     rows = np.unique(np.linspace(0, N - 1, min(block_rows, N)).astype(np.int64))
     Xc, Bc, BT, xx, bb = _prepare(X[rows], B, True)
     with one_blas_thread():
         Kp = _kernel_block(Xc, Bc, BT, xx, bb, 0, len(rows), np.empty((len(rows), n), np.float32), True, False)
-        E = _blas.ssyrk(1.0, Kp.T, trans=0, lower=0).astype(np.float64)
-        E -= _blas.dsyrk(1.0, Kp.astype(np.float64).T, trans=0, lower=0)
-        E = np.triu(E)
-        E += np.triu(E, 1).T
-        op = lambda x: W.t(E @ W(x))                          # Psi^T E Psi x, never formed
+        Kd = Kp.astype(np.float64)
+        Ew = W.congruence((Kp.T @ Kp).astype(np.float64) - Kd.T @ Kd)   # Psi^T E Psi (r, r): two triangular solves
         x = np.random.default_rng(0).normal(size=W.rank)     # its largest |eigenvalue| by 30 power steps
         for _ in range(30):
-            y = op(x)
+            y = Ew @ x
             nrm = np.linalg.norm(y)
             if not nrm > 0:
                 break
             x = y / nrm
-        return float(np.linalg.norm(op(x)) * np.sqrt(N / len(rows)))
+        return float(np.linalg.norm(Ew @ x) * np.sqrt(N / len(rows)))
 
 def _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_rows=None, n_threads=None):
     "`kernel_stats(..., precision='float32')`: the probe decides the block products, then one pass."
