@@ -99,7 +99,11 @@ def _model_features(Hcols, w=None):
     columns already on $\\mathcal M$ (unit norm, centred): the input as `_check_inputs` normalised it, the updates as
     the GP steps return them. `kernel_features` would normalise them again, which changes only round-off and took
     11 ms of a 155 ms target step at AWA2 scale; here they are only scaled. `w`: weights (renormalised), None: equal."""
-    return _scaled_columns(Hcols, np.sqrt(Hcols.shape[0] * _check_weights(w, Hcols.shape[1])))
+    return _scaled_columns(Hcols, _feature_scales(w, Hcols.shape[0], Hcols.shape[1]))
+
+def _feature_scales(w, n, k=None):
+    "$\\sqrt{N\\mathbf w}$ for the weights `w` renormalised to sum 1 (None: `k` equal weights)."
+    return np.sqrt(n * _check_weights(w, len(w) if k is None else k))
 
 def _fixed_loop(step):
     "History of column p iterated by `step` against the other columns held at their values in `H0`."
@@ -129,8 +133,12 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
         return step, fixed
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
-        cols = slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o    # a view when contiguous: no copy
-        X1 = _model_features(Hb[:, cols], weights[p, o])                      # (e:anisotropickernel) at sigma_k^2 = 1
+        if o[-1] - o[0] == len(o) - 1:                 # the others contiguous: a view, no copy
+            X1 = _model_features(Hb[:, o[0]:o[-1] + 1], weights[p, o])        # (e:anisotropickernel) at sigma_k^2 = 1
+        else:                                          # all columns, column p scaled by 0: no gathered 24 MB copy
+            c = np.zeros(Hb.shape[1])                  # (a zero feature adds exactly 0 to every distance)
+            c[o] = _feature_scales(weights[p, o], Hb.shape[0])
+            X1 = _scaled_columns(Hb, c)
         X1 /= np.sqrt(kernel_scale[p])          # then scaled as the label-free choice scales it: the same bits
         return X1
     if method == "npc-exact":
