@@ -65,11 +65,11 @@ def reuse_kernel_stats(max_mb: float = 512):   # memory for the kept statistics,
     finally:
         _SHARED.reset(token)
 
-def _kernel_stats(X, basis, f, device, share, precision="float64"):
+def _kernel_stats(X, basis, f, device, share, precision="float64", block_products=None):
     "`kernel_stats(X, X[basis], f)`, from the shared store of `reuse_kernel_stats` when one is open and `share`."
     store = _SHARED.get()
     if store is None or not share:
-        return kernel_stats(X, X[basis], f, device=device, precision=precision)
+        return kernel_stats(X, X[basis], f, device=device, precision=precision, block_products=block_products)
     h = hashlib.blake2b(digest_size=20)
     for a in (X, np.asarray(basis), f):
         h.update(np.ascontiguousarray(a).tobytes())
@@ -150,8 +150,12 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
     def input_stats(p, H0):           # the choice's statistics of the input (one pass over N saved), else formed
         st = pre.pop(p, None)
         return st if st is not None else _kernel_stats(features(p, H0), basis, H0[:, p], device, True, precision)
+    dsyrk = set()   # float32: columns whose probe chose float64 block products keep them in later sweeps (no probe)
     def step(p, Hb, first=False):
-        st = input_stats(p, Hb) if first else _kernel_stats(features(p, Hb), basis, Hb[:, p], device, False, precision)
+        st = input_stats(p, Hb) if first else _kernel_stats(features(p, Hb), basis, Hb[:, p], device, False, precision,
+                                                             "float64" if p in dsyrk else None)
+        if st.precision == "float32" and st.block_products == "float64":
+            dsyrk.add(p)
         return npc_update(Hb[:, p], st, noise=noise[p], lam=lam, kf=st.kf)
     def fixed(p, H0, n_iter):         # statistics once, then the whole run in the span of [f0, C K_GB]
         H = seen.pop(p, None)

@@ -134,15 +134,15 @@ def _gram32_error(X, B, W, block_rows):
             x = y / nrm
         return float(np.linalg.norm(Ew @ x) * np.sqrt(N / len(rows)))
 
-def _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_rows=None, n_threads=None):
-    "`kernel_stats(..., precision='float32')`: the probe decides the block products, then one pass."
+def _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_rows=None, n_threads=None, block_products=None):
+    "`kernel_stats(..., precision='float32')`: the probe decides the block products (unless they are given), then one pass."
     N, D = X.shape
     n = B.shape[0]
     block_rows = _check_block_rows(block_rows, N, n)
     with one_blas_thread():
         KBB = gaussian_kernel(B, B)
         W = whiten(KBB, rtol)                        # needed by the probe; cached for the step
-    err = _gram32_error(X, B, W, block_rows)
+    err = _gram32_error(X, B, W, block_rows) if block_products is None else np.nan   # NaN: not probed
     prod32 = err <= GRAM32_TOL
     store = N * n * (4 if prod32 else 8) <= max_kernel_mb * 2**20
     K = np.empty((N, n), np.float32 if prod32 else np.float64) if store else None
@@ -293,6 +293,7 @@ def kernel_stats(X,                      # (N, D) pre-scaled features (`kernel_f
                  max_kernel_mb: float = 256,   # store $K_{GB}$ when it takes at most this (dense backend); 0 streams
                  rtol: float = 1e-10,    # truncation of the whitening of $K_{BB}$
                  precision: str = "float64",   # "float64", or "float32": kernel blocks in float32, sums in float64
+                 block_products=None,    # float32: None (a probe decides), or "float64" (no probe: dsyrk of float32 blocks)
                 ) -> KernelStats:
     "The statistics of $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$ that NPC needs, by the backend that fits."
     X, B = _check_pair(X, B)
@@ -304,8 +305,11 @@ def kernel_stats(X,                      # (N, D) pre-scaled features (`kernel_f
     max_kernel_mb = check_scalar(max_kernel_mb, "max_kernel_mb")
     N, n = X.shape[0], B.shape[0]
     F = np.ones((N, 1)) if f is None else np.c_[f.reshape(N, -1), np.ones(N)]
+    if block_products not in (None, "float64"):
+        raise ValueError(f"`block_products` must be None (the probe decides) or 'float64'; got {block_products!r}. "
+                         "float32 block products are only taken where the probe finds them accurate enough.")
     if precision == "float32":
-        return _kernel_stats32(X, B, f, F, max_kernel_mb, rtol)
+        return _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_products=block_products)
     K = None
     if device == "cuda":
         from predictability.cuda import gram_stats_cuda
