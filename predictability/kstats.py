@@ -224,7 +224,7 @@ class KernelStats:
     cache: dict = field(default_factory=dict, repr=False)    # small factorisations derived from the statistics
     precision: str = "float64"    # "float64", or "float32": kernel blocks in float32, sums in float64
     block_products: str = "float64"   # precision of the per-block $K_b^\top K_b$, $K_b^\top\mathbf v$, $K_b\mathbf u$
-    gram_error: float = 0.0       # estimated $\lVert\Psi^\top(\tilde M - M)\Psi\rVert_2$ of float32 block products (float32 only)
+    gram_error: float = 0.0       # estimated $\lVert\Psi^\top(\tilde M - M)\Psi\rVert_2$ of float32 block products (float32 only; NaN: not probed)
 
     @property
     def n(self) -> int:
