@@ -477,7 +477,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         # Two columns at a time: one's N'-sized LAPACK work (it holds the GIL) beside the other's kernel pass (it does not);
         # more gain nothing, the LAPACK parts queue on the GIL. Joint sweep at N = 2,417, 13 columns: 1.63 -> 1.41 s.
         # (Measured 4-15x slower before BLAS was held at one thread for the whole run: the limiter toggled per call.)
-        n_jobs = min(2, _default_threads())
+        n_jobs = 1 if device == "cuda" else min(2, _default_threads())   # numba.cuda's context is per thread
         if joint:                                                  # Algorithm 1: every column from H^t, each for its own sweeps
             history = [F2.copy()]
             for t in tqdm(range(n_sweeps), desc=f"combine ({method})", disable=not progress, leave=False):
