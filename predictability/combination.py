@@ -94,6 +94,10 @@ NPC_EXACT_MAX_N = 5000
 def _others(p, P):
     return np.r_[0:p, p + 1:P]
 
+def _as_slice(o):
+    "The column indices `o` as a slice when they are contiguous (indexing then gives a view, no copy), else `o`."
+    return slice(o[0], o[-1] + 1) if o[-1] - o[0] == len(o) - 1 else o
+
 def _model_features(Hcols, w=None):
     """(e:anisotropickernel) features at $\\sigma_k^2 = 1$, $X=\\sqrt N\\,\\overline G\\,\\mathrm{diag}(\\sqrt{\\mathbf w})$, of
     columns already on $\\mathcal M$ (unit norm, centred): the input as `_check_inputs` normalised it, the updates as
@@ -133,8 +137,8 @@ def _make_step(method, weights, *, lam, noise, kernel_scale, n_basis, basis, dev
         return step, fixed
     def features(p, Hb):
         o = _others(p, Hb.shape[1])
-        if o[-1] - o[0] == len(o) - 1:                 # the others contiguous: a view, no copy
-            X1 = _model_features(Hb[:, o[0]:o[-1] + 1], weights[p, o])        # (e:anisotropickernel) at sigma_k^2 = 1
+        if isinstance(_as_slice(o), slice):            # the others contiguous: a view, no copy
+            X1 = _model_features(Hb[:, _as_slice(o)], weights[p, o])          # (e:anisotropickernel) at sigma_k^2 = 1
         else:                                          # all columns, column p scaled by 0: no gathered 24 MB copy
             c = np.zeros(Hb.shape[1])                  # (a zero feature adds exactly 0 to every distance)
             c[o] = _feature_scales(weights[p, o], Hb.shape[0])
@@ -190,7 +194,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
         if p >= h and Hbar.shape[1] - h >= 2:
             o = o[o >= h]
         w = weights[p, o] if weights[p, o].sum() > 0 else None
-        Ho = Hbar[:, o[0]:o[-1] + 1] if o[-1] - o[0] == len(o) - 1 else Hbar[:, o]   # a view when contiguous: no copy
+        Ho = Hbar[:, _as_slice(o)]                     # a view when contiguous: no copy
         X1 = _model_features(Ho, w)
         X_test = _model_features(Ho) if ard else None   # the guard's: no ARD weights fitted on p
         out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,

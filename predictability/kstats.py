@@ -143,7 +143,7 @@ def _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_rows=None, n_threads=
         KBB = gaussian_kernel(B, B)
         W = whiten(KBB, rtol)                        # needed by the probe; cached for the step
     err = _gram32_error(X, B, W, block_rows) if block_products is None else np.nan   # NaN: not probed
-    prod32 = err <= GRAM32_TOL
+    prod32 = block_products is None and err <= GRAM32_TOL
     store = N * n * (4 if prod32 else 8) <= max_kernel_mb * 2**20
     K = np.empty((N, n), np.float32 if prod32 else np.float64) if store else None
     if n_threads is None and N * n * (2 * D + n) < _SMALL_FLOPS:
@@ -170,12 +170,13 @@ def _rmatvec32_stored(K, V, rows=1024):
     parts = _run_chunks(work, _chunks(K.shape[0], rows, _check_threads(1 if K.size < _PAR_MIN * 8 else None)))
     return sum(parts[1:], parts[0])
 
-def _matvec32_stored(K, u):
-    "K u for a stored float32 K: each row's N'-term sum in float32, written as float64."
-    U32 = np.asarray(u, dtype=np.float32)
-    out = np.empty((K.shape[0],) + U32.shape[1:])
+def _matvec_stored(K, u):
+    """K u for a stored K (N, N'): a GEMV or a thin GEMM, bandwidth-bound, in row chunks on the worker threads. For a
+    float32 K each row's N'-term sum is taken in float32 and written as float64."""
+    U = np.asarray(u, dtype=K.dtype)
+    out = np.empty((K.shape[0],) + U.shape[1:])
     def work(lo, hi):
-        out[lo:hi] = K[lo:hi] @ U32
+        out[lo:hi] = K[lo:hi] @ U
     _run_chunks(work, _chunks(K.shape[0], 1024, _check_threads(1 if K.size < _PAR_MIN * 8 else None)))
     return out
 
@@ -257,15 +258,8 @@ class KernelStats:
 
     def matvec(self, u: np.ndarray) -> np.ndarray:
         "$K_{GB}\\mathbf u$ for `u` (N',) or (N', k)."
-        if self.K is not None and self.K.dtype == np.float32:
-            return _matvec32_stored(self.K, u)
-        if self.K is not None:                          # a GEMV, or a thin GEMM: bandwidth-bound, row chunks in threads
-            U = np.asarray(u, dtype=np.float64)
-            out = np.empty((self.n,) + U.shape[1:])
-            threads = 1 if self.K.size < _PAR_MIN * 8 else None
-            _run_chunks(lambda lo, hi: np.dot(self.K[lo:hi], U, out=out[lo:hi]),
-                        _chunks(self.n, 1024, _check_threads(threads)))
-            return out
+        if self.K is not None:
+            return _matvec_stored(self.K, u)
         if self.backend == "cuda":
             from predictability.cuda import kernel_matvec_cuda
             return kernel_matvec_cuda(self.X, self.B, u)
@@ -302,12 +296,12 @@ def kernel_stats(X,                      # (N, D) pre-scaled features (`kernel_f
     if device not in ("cpu", "cuda"):
         raise ValueError(f"`device` must be 'cpu' or 'cuda'; got {device!r}.")
     precision = _check_precision(precision, device)
-    max_kernel_mb = check_scalar(max_kernel_mb, "max_kernel_mb")
-    N, n = X.shape[0], B.shape[0]
-    F = np.ones((N, 1)) if f is None else np.c_[f.reshape(N, -1), np.ones(N)]
     if block_products not in (None, "float64"):
         raise ValueError(f"`block_products` must be None (the probe decides) or 'float64'; got {block_products!r}. "
                          "float32 block products are only taken where the probe finds them accurate enough.")
+    max_kernel_mb = check_scalar(max_kernel_mb, "max_kernel_mb")
+    N, n = X.shape[0], B.shape[0]
+    F = np.ones((N, 1)) if f is None else np.c_[f.reshape(N, -1), np.ones(N)]
     if precision == "float32":
         return _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_products=block_products)
     K = None

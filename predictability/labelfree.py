@@ -323,9 +323,7 @@ def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 2:
         return 0.0
-    m = X.mean(axis=0)
-    centred = np.all(np.abs(m) <= 1e-12 * np.maximum(X.max(axis=0), -X.min(axis=0)))   # features on M are: no copy
-    C = _column_gram(X if centred else X - m)        # (N-1) x the covariance: syrk in row chunks (np.cov: one GEMM)
+    C = _column_gram(X - X.mean(axis=0))             # (N-1) x the covariance: syrk in row chunks (np.cov: one GEMM)
     d = np.sqrt(np.diag(C))
     C = C / np.outer(d, d)                           # the correlations
     return float(np.clip(np.median(1.0 - 1.0 / np.diag(np.linalg.pinv(C, hermitian=True))), 0.0, 1.0))
