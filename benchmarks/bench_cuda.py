@@ -99,21 +99,20 @@ def gram_parts(X, B, F, ev):
     "`gram_stats_cuda`'s body with each transfer and kernel timed (the same launches, in the same order)."
     N, n = X.shape[0], B.shape[0]
     br = pc._cuda_block_rows(None, N, n)
+    w = n + F.shape[1]
     t0 = time.perf_counter()
     dX, dB, dF = cuda.to_device(X), cuda.to_device(B), cuda.to_device(F)
-    dM, dKF = cuda.to_device(np.zeros((n, n))), cuda.to_device(np.zeros((n, F.shape[1])))
-    dKb = cuda.device_array((br, n))
+    dM, dKb = cuda.to_device(np.zeros((n, w))), cuda.device_array((br, w))
     cuda.synchronize()
     h2d = time.perf_counter() - t0
     for s in range(0, N, br):
         m = min(br, N - s)
-        blocks, threads = pc._grid(m, n)
-        ev.timed("k_block", lambda: pc._k_block[blocks, threads](dX, dB, s, m, dKb))
-        blocks2, threads2 = pc._grid(n, n)
-        ev.timed("gram_acc", lambda: pc._gram_acc[blocks2, threads2](dKb, m, dM))
-        ev.timed("kf_acc", lambda: pc._kf_acc[(-(-n // pc._LANES), F.shape[1]), (pc._LANES, 1)](dKb, dF, s, m, dKF))
+        blocks, threads = pc._grid(m, w)
+        ev.timed("k_block (+ F columns)", lambda: pc._k_block[blocks, threads](dX, dB, dF, s, m, dKb))
+        blocks2, threads2 = pc._grid(n, w)
+        ev.timed("gram_acc (K^T [K F], upper tiles)", lambda: pc._gram_acc[blocks2, threads2](dKb, m, dM))
     t0 = time.perf_counter()
-    dM.copy_to_host(), dKF.copy_to_host()
+    dM.copy_to_host()
     return h2d, time.perf_counter() - t0
 
 
@@ -128,7 +127,7 @@ def matvec_parts(X, B, U, ev):
     for s in range(0, N, br):
         m = min(br, N - s)
         blocks, threads = pc._grid(m, n)
-        ev.timed("mv_k_block", lambda: pc._k_block[blocks, threads](dX, dB, s, m, dKb))
+        ev.timed("mv_k_block", lambda: pc._k_block[blocks, threads](dX, dB, dX, s, m, dKb))
         ev.timed("mv_matvec", lambda: pc._matvec[(-(-m // pc._LANES), U.shape[1]), (pc._LANES, 1)](dKb, dU, s, m, dout))
     t0 = time.perf_counter()
     dout.copy_to_host()
