@@ -6,6 +6,7 @@
 __all__ = ['cuda_available', 'simulated', 'gram_stats_cuda', 'kernel_matvec_cuda']
 
 # %% ../nbs/09_cuda.ipynb #a5cf3abb
+import importlib
 import math
 
 import numpy as np
@@ -37,11 +38,24 @@ def simulated() -> bool:
     except Exception:
         return False
 
+def _check_compiler():
+    "Raise a clear error where numba.cuda cannot compile kernels against this NumPy (its NumPy support fails to import)."
+    try:
+        importlib.import_module("numba.cuda.np.arrayobj")   # what the first kernel compilation imports
+    except AttributeError as e:
+        raise RuntimeError(f"numba.cuda cannot compile kernels with NumPy {np.__version__} ({e}): numba-cuda 0.30.4 and "
+                           "earlier register np.row_stack, which NumPy 2.5 removed. Install numpy<2.5 "
+                           "(pip install 'numpy<2.5'), or use device='cpu'.") from e
+    except ImportError:   # another layout of numba-cuda: its first launch reports its own errors
+        pass
+
 def _require_cuda():
     if not cuda_available():
         raise RuntimeError("No CUDA device is available (numba.cuda found no driver or GPU). Use the CPU functions in "
                            "predictability.kernels, or set NUMBA_ENABLE_CUDASIM=1 before importing numba to run the "
                            "CUDA simulator.")
+    if not simulated():
+        _check_compiler()
 
 # %% ../nbs/09_cuda.ipynb #a20285af
 TILE = 16

@@ -124,6 +124,27 @@ def test_kernel_stats_and_npc_on_the_cuda_backend(simulator):
     assert out.strip().endswith("ok")
 
 
+def test_clear_error_where_numba_cuda_cannot_compile():
+    # numba-cuda 0.30.4 cannot compile with NumPy >= 2.5 (np.row_stack removed): the entry says what to install
+    if not _real_gpu():
+        pytest.skip("no CUDA GPU usable here")
+    out = _run("""
+        import numpy as np
+        try:
+            del np.row_stack                    # as in NumPy 2.5
+        except AttributeError:
+            pass
+        from predictability.cuda import gram_stats_cuda
+        try:
+            gram_stats_cuda(np.ones((3, 2)) * [[1], [2], [3]], np.ones((1, 2)), np.ones(3))
+            print("ran")
+        except RuntimeError as e:
+            assert "numpy<2.5" in str(e) and "device='cpu'" in str(e), e
+            print("refused")
+    """, simulator=False)
+    assert out.split()[-1] in ("ran", "refused")
+
+
 def test_import_is_clean_without_cuda():
     # numba.cuda made unimportable: predictability.cuda still imports, reports no device, and refuses politely
     out = _run("""
