@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_kernels import median_time  # noqa: E402
 from bench_npc import joint_problem  # noqa: E402
 
 from predictability import combine  # noqa: E402
@@ -49,15 +50,6 @@ cuda = pc.cuda
 
 def rel(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
-
-
-def median_of(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
 
 
 def first_column(H, nb):
@@ -95,43 +87,46 @@ class Events:
         self.ms[label] = self.ms.get(label, 0.0) + a.elapsed_time(b)
 
 
+def upload(*arrays):
+    "The arrays on the device, and the seconds the transfers took."
+    t0 = time.perf_counter()
+    out = [cuda.to_device(a) for a in arrays]
+    cuda.synchronize()
+    return out, time.perf_counter() - t0
+
+
+def copy_back(d):
+    t0 = time.perf_counter()
+    d.copy_to_host()
+    return time.perf_counter() - t0
+
+
 def gram_parts(X, B, F, ev):
     "`gram_stats_cuda`'s body with each transfer and kernel timed (the same launches, in the same order)."
-    N, n = X.shape[0], B.shape[0]
+    N, n, w = X.shape[0], B.shape[0], B.shape[0] + F.shape[1]
     br = pc._cuda_block_rows(None, N, n)
-    w = n + F.shape[1]
-    t0 = time.perf_counter()
-    dX, dB, dF = cuda.to_device(X), cuda.to_device(B), cuda.to_device(F)
-    dM, dKb = cuda.to_device(np.zeros((n, w))), cuda.device_array((br, w))
-    cuda.synchronize()
-    h2d = time.perf_counter() - t0
+    (dX, dB, dF, dM), h2d = upload(X, B, F, np.zeros((n, w)))
+    dKb = cuda.device_array((br, w))
     for s in range(0, N, br):
         m = min(br, N - s)
         blocks, threads = pc._grid(m, w)
         ev.timed("k_block (+ F columns)", lambda: pc._k_block[blocks, threads](dX, dB, dF, s, m, dKb))
         blocks2, threads2 = pc._grid(n, w)
         ev.timed("gram_acc (K^T [K F], upper tiles)", lambda: pc._gram_acc[blocks2, threads2](dKb, m, dM))
-    t0 = time.perf_counter()
-    dM.copy_to_host()
-    return h2d, time.perf_counter() - t0
+    return h2d, copy_back(dM)
 
 
 def matvec_parts(X, B, U, ev):
+    "`kernel_matvec_cuda`'s body, timed likewise."
     N, n = X.shape[0], B.shape[0]
     br = pc._cuda_block_rows(None, N, n)
-    t0 = time.perf_counter()
-    dX, dB, dU = cuda.to_device(X), cuda.to_device(B), cuda.to_device(U)
+    (dX, dB, dU), h2d = upload(X, B, U)
     dout, dKb = cuda.device_array((N, U.shape[1])), cuda.device_array((br, n))
-    cuda.synchronize()
-    h2d = time.perf_counter() - t0
     for s in range(0, N, br):
         m = min(br, N - s)
-        blocks, threads = pc._grid(m, n)
-        ev.timed("mv_k_block", lambda: pc._k_block[blocks, threads](dX, dB, dX, s, m, dKb))
+        ev.timed("mv_k_block", lambda: pc._k_block[pc._grid(m, n)](dX, dB, dX, s, m, dKb))
         ev.timed("mv_matvec", lambda: pc._matvec[(-(-m // pc._LANES), U.shape[1]), (pc._LANES, 1)](dKb, dU, s, m, dout))
-    t0 = time.perf_counter()
-    dout.copy_to_host()
-    return h2d, time.perf_counter() - t0
+    return h2d, copy_back(dout)
 
 
 def step_breakdown(H, nb, repeat):
@@ -174,8 +169,8 @@ def step_breakdown(H, nb, repeat):
     g, G = H[:, 0], H[:, 1:]
     one = lambda dev: combine(g, G, joint=False, n_iter=1, ard=False, n_basis=nb, progress=False, device=dev, **FIXED)
     one("cuda"); one("cpu")
-    out["step: combine(joint=False, n_iter=1, ard=False), cuda"] = median_of(lambda: one("cuda"), repeat) * 1e3
-    out["step: combine(joint=False, n_iter=1, ard=False), cpu"] = median_of(lambda: one("cpu"), repeat) * 1e3
+    out["step: combine(joint=False, n_iter=1, ard=False), cuda"] = median_time(lambda: one("cuda"), repeat, warmup=0) * 1e3
+    out["step: combine(joint=False, n_iter=1, ard=False), cpu"] = median_time(lambda: one("cpu"), repeat, warmup=0) * 1e3
     return out
 
 
