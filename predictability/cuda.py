@@ -6,6 +6,7 @@
 __all__ = ['cuda_available', 'simulated', 'gram_stats_cuda', 'kernel_matvec_cuda']
 
 # %% ../nbs/09_cuda.ipynb #a5cf3abb
+import importlib
 import math
 
 import numpy as np
@@ -37,25 +38,39 @@ def simulated() -> bool:
     except Exception:
         return False
 
+def _check_compiler():
+    "Raise a clear error where numba.cuda cannot compile kernels against this NumPy (its NumPy support fails to import)."
+    try:
+        importlib.import_module("numba.cuda.np.arrayobj")   # what the first kernel compilation imports
+    except AttributeError as e:
+        raise RuntimeError(f"numba.cuda cannot compile kernels with NumPy {np.__version__} ({e}): numba-cuda 0.30.4 and "
+                           "earlier register np.row_stack, which NumPy 2.5 removed. Install numpy<2.5 "
+                           "(pip install 'numpy<2.5'), or use device='cpu'.") from e
+    except ImportError:   # another layout of numba-cuda: its first launch reports its own errors
+        pass
+
 def _require_cuda():
     if not cuda_available():
         raise RuntimeError("No CUDA device is available (numba.cuda found no driver or GPU). Use the CPU functions in "
                            "predictability.kernels, or set NUMBA_ENABLE_CUDASIM=1 before importing numba to run the "
                            "CUDA simulator.")
+    if not simulated():
+        _check_compiler()
 
 # %% ../nbs/09_cuda.ipynb #a20285af
 TILE = 16
 
 if cuda is not None:
     @cuda.jit
-    def _k_block(X, B, s, m, Kb):
-        "Kb[i, j] = exp(-sum_d (X[s+i, d] - B[j, d])^2) for i < m, j < N'; TILE x TILE threads per block."
+    def _k_block(X, B, F, s, m, Kb):
+        """Kb[i, j] = exp(-sum_d (X[s+i, d] - B[j, d])^2) for i < m, j < N', and Kb[i, N'+h] = F[s+i, h] for the
+        columns of Kb beyond N' (none: F is not read); TILE x TILE threads per block."""
         sx = cuda.shared.array((TILE, TILE), float64)
         sb = cuda.shared.array((TILE, TILE), float64)
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
         i = cuda.blockIdx.y * TILE + ty          # row of the block (row s+i of X)
-        j = cuda.blockIdx.x * TILE + tx          # basis point
+        j = cuda.blockIdx.x * TILE + tx          # basis point, or column j - N' of F
         jl = cuda.blockIdx.x * TILE + ty         # basis point this thread stages into shared memory
         n = B.shape[0]
         D = B.shape[1]
@@ -71,10 +86,15 @@ if cuda is not None:
             cuda.syncthreads()
         if i < m and j < n:
             Kb[i, j] = math.exp(-acc)
+        elif i < m and j < Kb.shape[1]:
+            Kb[i, j] = F[s + i, j - n]
 
     @cuda.jit
     def _gram_acc(Kb, m, M):
-        "M[a, b] += sum_{i<m} Kb[i, a] Kb[i, b]; one TILE x TILE tile of M per thread block."
+        """M[a, b] += sum_{i<m} Kb[i, a] Kb[i, b] for a < N' = M.shape[0], b < M.shape[1]; one TILE x TILE tile of M
+        per thread block, the tiles wholly below the diagonal skipped (the host mirrors the upper triangle)."""
+        if cuda.blockIdx.x < cuda.blockIdx.y:   # every b < every a here: the lower triangle of K^T K
+            return
         sa = cuda.shared.array((TILE, TILE), float64)
         sb = cuda.shared.array((TILE, TILE), float64)
         tx = cuda.threadIdx.x
@@ -82,28 +102,18 @@ if cuda is not None:
         a = cuda.blockIdx.y * TILE + ty
         b = cuda.blockIdx.x * TILE + tx
         ca = cuda.blockIdx.y * TILE + tx         # column of Kb staged for the a-side
-        n = M.shape[0]
+        n, w = M.shape[0], M.shape[1]
         acc = 0.0
         for i0 in range(0, m, TILE):
             r = i0 + ty
             sa[ty, tx] = Kb[r, ca] if (r < m and ca < n) else 0.0
-            sb[ty, tx] = Kb[r, b] if (r < m and b < n) else 0.0
+            sb[ty, tx] = Kb[r, b] if (r < m and b < w) else 0.0
             cuda.syncthreads()
             for k in range(TILE):
                 acc += sa[k, ty] * sb[k, tx]
             cuda.syncthreads()
-        if a < n and b < n:
+        if a < n and b < w:
             M[a, b] += acc
-
-    @cuda.jit
-    def _kf_acc(Kb, F, s, m, KF):
-        "KF[a, h] += sum_{i<m} Kb[i, a] F[s+i, h]; one thread per (a, h)."
-        a, h = cuda.grid(2)
-        if a < KF.shape[0] and h < KF.shape[1]:
-            acc = 0.0
-            for i in range(m):
-                acc += Kb[i, a] * F[s + i, h]
-            KF[a, h] += acc
 
     @cuda.jit
     def _matvec(Kb, U, s, m, out):
@@ -123,7 +133,7 @@ def _cuda_block_rows(block_rows, N: int, n: int) -> int:
         raise ValueError(f"`block_rows` must be a positive integer or None; got {block_rows!r}.")
     return int(min(block_rows, N))
 
-_LANES = 64   # threads per block of the one-thread-per-output kernels (_kf_acc, _matvec)
+_LANES = 64   # threads per block of the one-thread-per-output kernel `_matvec`
 
 def _grid(rows: int, cols: int, tile: int = TILE):
     "Blocks covering a (rows, cols) array with tile x tile threads (x along columns, y along rows)."
@@ -146,18 +156,17 @@ def gram_stats_cuda(X, # the features $X$ of `kernel_features`, (N, D)
     F[:, :-1] = f.reshape(N, -1)
     F[:, -1] = 1.0
     dX, dB, dF = cuda.to_device(X), cuda.to_device(B), cuda.to_device(F)
-    dM = cuda.to_device(np.zeros((n, n)))
-    dKF = cuda.to_device(np.zeros((n, F.shape[1])))
-    dKb = cuda.device_array((block_rows, n))
+    w = n + F.shape[1]
+    dM = cuda.to_device(np.zeros((n, w)))          # [K^T K (upper triangle), K^T F]
+    dKb = cuda.device_array((block_rows, w))       # [K_b, F_b]
     for s in range(0, N, block_rows):
         m = min(block_rows, N - s)
-        blocks, threads = _grid(m, n)
-        _k_block[blocks, threads](dX, dB, s, m, dKb)
-        blocks, threads = _grid(n, n)
+        blocks, threads = _grid(m, w)
+        _k_block[blocks, threads](dX, dB, dF, s, m, dKb)
+        blocks, threads = _grid(n, w)
         _gram_acc[blocks, threads](dKb, m, dM)
-        _kf_acc[(-(-n // _LANES), F.shape[1]), (_LANES, 1)](dKb, dF, s, m, dKF)
-    M, KF = dM.copy_to_host(), dKF.copy_to_host()
-    M = np.triu(M)
+    MK = dM.copy_to_host()
+    M, KF = np.triu(MK[:, :n]), MK[:, n:]
     M += np.triu(M, 1).T
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
@@ -181,7 +190,7 @@ def kernel_matvec_cuda(X, # the features $X$ of `kernel_features`, (N, D)
     for s in range(0, N, block_rows):
         m = min(block_rows, N - s)
         blocks, threads = _grid(m, n)
-        _k_block[blocks, threads](dX, dB, s, m, dKb)
+        _k_block[blocks, threads](dX, dB, dX, s, m, dKb)   # Kb has N' columns: no F (dX is not read as one)
         _matvec[(-(-m // _LANES), U.shape[1]), (_LANES, 1)](dKb, dU, s, m, dout)
     out = dout.copy_to_host()
     return out[:, 0].copy() if u.ndim == 1 else out

@@ -1,10 +1,13 @@
-"""The numba.cuda kernels of predictability.cuda, run under the CUDA simulator against the NumPy oracle.
+"""The numba.cuda kernels of predictability.cuda against the NumPy oracle: under the CUDA simulator, and on a real GPU.
 
 The simulator must be switched on before Numba is first imported, so each check runs in a fresh Python
 subprocess with NUMBA_ENABLE_CUDASIM=1 in its environment: the result does not depend on how pytest was started
 or on what this process has imported already. Sizes are tiny (the simulator runs one Python thread per CUDA
-thread) but include blocks that are not multiples of the block size or of the 16x16 tile.
+thread) but include blocks that are not multiples of the block size or of the 16x16 tile. The same checks run
+without the simulator where a CUDA GPU is usable (the simulator accepts Python that the GPU compiler rejects), and
+are skipped elsewhere.
 """
+import functools
 import os
 import subprocess
 import sys
@@ -28,13 +31,31 @@ def _run(code: str, simulator: bool = True, timeout: float = 300) -> str:
     return proc.stdout
 
 
-def test_gram_stats_and_matvec_match_oracle_under_simulator():
+@functools.lru_cache(maxsize=None)
+def _real_gpu() -> bool:
+    "True when numba.cuda finds a real device (asked in a subprocess without the simulator)."
     out = _run("""
+        from predictability.cuda import cuda_available
+        print(cuda_available())
+    """, simulator=False)
+    return out.split()[-1] == "True"
+
+
+@pytest.fixture(params=["simulator", "gpu"])
+def simulator(request) -> bool:
+    "Each oracle check runs under the simulator, and on a real GPU when there is one."
+    if request.param == "gpu" and not _real_gpu():
+        pytest.skip("no CUDA GPU usable here")
+    return request.param == "simulator"
+
+
+def test_gram_stats_and_matvec_match_oracle(simulator):
+    out = _run(f"""
         import numpy as np
         from numba import config
         from predictability.cuda import cuda_available, simulated, gram_stats_cuda, kernel_matvec_cuda
         from predictability.kernels import gram_stats_reference, kernel_matvec_reference, kernel_features
-        assert config.ENABLE_CUDASIM and simulated() and cuda_available()
+        assert bool(config.ENABLE_CUDASIM) == simulated() == {simulator} and cuda_available()
 
         def rel(a, b):
             return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
@@ -59,11 +80,11 @@ def test_gram_stats_and_matvec_match_oracle_under_simulator():
         v = kernel_matvec_cuda(X, B, u[:, 0], block_rows=10)
         assert v.shape == (37,) and rel(v, kernel_matvec_reference(X, B, u[:, 0])) < 1e-12
         print("ok")
-    """)
+    """, simulator=simulator)
     assert out.strip().endswith("ok")
 
 
-def test_kernel_stats_and_npc_on_the_cuda_backend_under_simulator():
+def test_kernel_stats_and_npc_on_the_cuda_backend(simulator):
     # the CUDA backend of the kernel-statistics layer, and every NPC path above it, against the CPU and the oracle
     out = _run("""
         import numpy as np
@@ -99,8 +120,29 @@ def test_kernel_stats_and_npc_on_the_cuda_backend_under_simulator():
             r2 = combine(t, G, n_iter=2, n_basis=12, joint=joint, ard=False, noise=0.2, kernel_scale=1.0)
             assert np.abs(r1.history - r2.history).max() < 1e-8
         print("ok")
-    """)
+    """, simulator=simulator)
     assert out.strip().endswith("ok")
+
+
+def test_clear_error_where_numba_cuda_cannot_compile():
+    # numba-cuda 0.30.4 cannot compile with NumPy >= 2.5 (np.row_stack removed): the entry says what to install
+    if not _real_gpu():
+        pytest.skip("no CUDA GPU usable here")
+    out = _run("""
+        import numpy as np
+        try:
+            del np.row_stack                    # as in NumPy 2.5
+        except AttributeError:
+            pass
+        from predictability.cuda import gram_stats_cuda
+        try:
+            gram_stats_cuda(np.ones((3, 2)) * [[1], [2], [3]], np.ones((1, 2)), np.ones(3))
+            print("ran")
+        except RuntimeError as e:
+            assert "numpy<2.5" in str(e) and "device='cpu'" in str(e), e
+            print("refused")
+    """, simulator=False)
+    assert out.split()[-1] in ("ran", "refused")
 
 
 def test_import_is_clean_without_cuda():

@@ -1,0 +1,236 @@
+"""Benchmark of the CUDA backend (`device="cuda"`) at AWA2 scale, on a real GPU: oracle checks, one target step taken
+apart, a profiled joint sweep, and the full joint run.
+
+Run from the repository root on a machine with a CUDA GPU:
+
+    python benchmarks/bench_cuda.py             # AWA2 scale: N = 37,322, 80 predictors, N' = 300, 20 sweeps
+    python benchmarks/bench_cuda.py --no-full   # without the 20-sweep joint run
+    python benchmarks/bench_cuda.py --quick     # small sizes (also runs under NUMBA_ENABLE_CUDASIM=1, slowly)
+
+What it reports:
+
+* the CUDA kernels against the NumPy oracle at full size (largest relative difference);
+* one target step (the first column, its input features), taken apart: the features on the host; in
+  `kernel_stats(device="cuda")` the transfers to the device, each kernel (CUDA events), the copy back and K_BB; in
+  `npc_update` the N'-sized host work (whitening, the reduced problem, the top eigenpair) and `K u` (transfers and
+  kernels); against one CPU step (`combine(joint=False, n_iter=1, ard=False)`) on both devices;
+* one joint sweep (every column once, ARD included) under cProfile: where the host's time goes;
+* the full joint run at fixed settings (`noise=0.1, kernel_scale=1.0`, ARD the default), its ARD share, and
+  `precision="float32"` (refused on the CUDA device: the message is printed).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_kernels import median_time  # noqa: E402
+from bench_npc import joint_problem  # noqa: E402
+
+from predictability import combine  # noqa: E402
+from predictability import cuda as pc  # noqa: E402
+from predictability.ard import fit_ard_joint  # noqa: E402
+from predictability.combination import _model_features  # noqa: E402
+from predictability.core import normalize, one_blas_thread  # noqa: E402
+from predictability.kernels import gaussian_kernel, gram_stats_reference, kernel_matvec_reference  # noqa: E402
+from predictability.kstats import kernel_stats  # noqa: E402
+from predictability.nystrom import _reduced, _small_problem, _top_eigvec, basis_indices, npc_update  # noqa: E402
+
+AWA2 = dict(N=37_322, P=80, n_basis=300, n_iter=20)
+FIXED = dict(noise=0.1, kernel_scale=1.0)
+cuda = pc.cuda
+
+
+def rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def first_column(H, nb):
+    "The first column's input step as combine forms it: centred unit-norm columns, equal weights, scale 1."
+    Hb = np.c_[[normalize(c) for c in H.T]].T
+    X = _model_features(Hb[:, 1:])
+    idx = basis_indices(len(X), nb)
+    return Hb, X, X[idx], Hb[:, 0]
+
+
+def check_oracle(X, B, f):
+    "Every kernel against the NumPy oracle, at this size and at a wider kernel (K not tiny)."
+    out = {}
+    for name, s in (("features", 1.0), ("features / 4", 0.25)):
+        Xs, Bs = X * s, B * s
+        got, want = pc.gram_stats_cuda(Xs, Bs, f), gram_stats_reference(Xs, Bs, f)
+        u = np.random.default_rng(1).normal(size=(len(B), 3))
+        out[name] = dict(M=rel(got[0], want[0]), kf=rel(got[1], want[1]), ks=rel(got[2], want[2]),
+                         Ku=rel(pc.kernel_matvec_cuda(Xs, Bs, u), kernel_matvec_reference(Xs, Bs, u)),
+                         M_symmetric=bool(np.array_equal(got[0], got[0].T)))
+    return out
+
+
+class Events:
+    "Accumulated CUDA-event times (ms) per label."
+    def __init__(self):
+        self.ms = {}
+
+    def timed(self, label, fn):
+        a, b = cuda.event(), cuda.event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        self.ms[label] = self.ms.get(label, 0.0) + a.elapsed_time(b)
+
+
+def upload(*arrays):
+    "The arrays on the device, and the seconds the transfers took."
+    t0 = time.perf_counter()
+    out = [cuda.to_device(a) for a in arrays]
+    cuda.synchronize()
+    return out, time.perf_counter() - t0
+
+
+def copy_back(d):
+    t0 = time.perf_counter()
+    d.copy_to_host()
+    return time.perf_counter() - t0
+
+
+def gram_parts(X, B, F, ev):
+    "`gram_stats_cuda`'s body with each transfer and kernel timed (the same launches, in the same order)."
+    N, n, w = X.shape[0], B.shape[0], B.shape[0] + F.shape[1]
+    br = pc._cuda_block_rows(None, N, n)
+    (dX, dB, dF, dM), h2d = upload(X, B, F, np.zeros((n, w)))
+    dKb = cuda.device_array((br, w))
+    for s in range(0, N, br):
+        m = min(br, N - s)
+        blocks, threads = pc._grid(m, w)
+        ev.timed("k_block (+ F columns)", lambda: pc._k_block[blocks, threads](dX, dB, dF, s, m, dKb))
+        blocks2, threads2 = pc._grid(n, w)
+        ev.timed("gram_acc (K^T [K F], upper tiles)", lambda: pc._gram_acc[blocks2, threads2](dKb, m, dM))
+    return h2d, copy_back(dM)
+
+
+def matvec_parts(X, B, U, ev):
+    "`kernel_matvec_cuda`'s body, timed likewise."
+    N, n = X.shape[0], B.shape[0]
+    br = pc._cuda_block_rows(None, N, n)
+    (dX, dB, dU), h2d = upload(X, B, U)
+    dout, dKb = cuda.device_array((N, U.shape[1])), cuda.device_array((br, n))
+    for s in range(0, N, br):
+        m = min(br, N - s)
+        ev.timed("mv_k_block", lambda: pc._k_block[pc._grid(m, n)](dX, dB, dX, s, m, dKb))
+        ev.timed("mv_matvec", lambda: pc._matvec[(-(-m // pc._LANES), U.shape[1]), (pc._LANES, 1)](dKb, dU, s, m, dout))
+    return h2d, copy_back(dout)
+
+
+def step_breakdown(H, nb, repeat):
+    "One target step taken apart (medians of `repeat`), and the whole step on each device."
+    Hb, X, B, f = first_column(H, nb)
+    F = np.c_[f, np.ones(len(f))]
+    ev_runs, rows = [], {}
+    gram_parts(X, B, F, Events()); matvec_parts(X, B, np.ones((nb, 1)), Events())     # compile
+    for _ in range(repeat):
+        ev = Events()
+        r = {}
+        t0 = time.perf_counter(); _model_features(Hb[:, 1:]); r["features (host)"] = time.perf_counter() - t0
+        r["kstats: to device (X, B, [f 1])"], r["kstats: copy back"] = gram_parts(X, B, F, ev)
+        t0 = time.perf_counter()
+        with one_blas_thread():
+            gaussian_kernel(B, B)
+        r["kstats: K_BB (host)"] = time.perf_counter() - t0
+        st = kernel_stats(X, B, f, device="cuda")
+        t0 = time.perf_counter()
+        with one_blas_thread():
+            st.whitening
+            S, Phi = _small_problem(st, st.kf, 0.1, 1.0)
+            _, e = _top_eigvec(S)
+            u = st.whitening(Phi @ e[1:])
+        r["update: N'-sized host LAPACK (whiten, reduce, eig)"] = time.perf_counter() - t0
+        with one_blas_thread():   # the same pieces separately
+            st2 = kernel_stats(X, B, f, device="cuda")
+            t0 = time.perf_counter(); st2.whitening; r["  of which pstrf whitening"] = time.perf_counter() - t0
+            t0 = time.perf_counter(); _reduced(st2, 0.1); r["  of which reduced problem (2 chol, trsm)"] = time.perf_counter() - t0
+            t0 = time.perf_counter(); _small_problem(st2, st2.kf, 0.1, 1.0); _top_eigvec(S)
+            r["  of which small problem + top eigenpair"] = time.perf_counter() - t0
+        r["Ku: to device"], r["Ku: copy back"] = matvec_parts(X, B, u[:, None], ev)
+        t0 = time.perf_counter(); kernel_stats(X, B, f, device="cuda"); r["kernel_stats(device='cuda') whole"] = time.perf_counter() - t0
+        t0 = time.perf_counter(); npc_update(f, st, noise=0.1, kf=st.kf); r["npc_update whole (incl. Ku)"] = time.perf_counter() - t0
+        for k, v in r.items():
+            rows.setdefault(k, []).append(v * 1e3)
+        ev_runs.append(ev.ms)
+    out = {k: float(np.median(v)) for k, v in rows.items()}
+    out.update({f"GPU kernel {k} (events)": float(np.median([e[k] for e in ev_runs])) for k in ev_runs[0]})
+    g, G = H[:, 0], H[:, 1:]
+    one = lambda dev: combine(g, G, joint=False, n_iter=1, ard=False, n_basis=nb, progress=False, device=dev, **FIXED)
+    one("cuda"); one("cpu")
+    out["step: combine(joint=False, n_iter=1, ard=False), cuda"] = median_time(lambda: one("cuda"), repeat, warmup=0) * 1e3
+    out["step: combine(joint=False, n_iter=1, ard=False), cpu"] = median_time(lambda: one("cpu"), repeat, warmup=0) * 1e3
+    return out
+
+
+def profile_sweep(H, nb, top=28):
+    "cProfile of one joint sweep (every column once, ARD included) on the device."
+    pr = cProfile.Profile()
+    t0 = time.perf_counter()
+    pr.enable()
+    combine(H[:, 0], H[:, 1:], n_iter=1, n_basis=nb, joint=True, device="cuda", progress=False, **FIXED)
+    pr.disable()
+    wall = time.perf_counter() - t0
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(top)
+    return wall, s.getvalue()
+
+
+def full_run(H, nb, n_iter):
+    out = {}
+    t0 = time.perf_counter()
+    fit_ard_joint(H)
+    out["ARD alone (fit_ard_joint)"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = combine(H[:, 0], H[:, 1:], n_iter=n_iter, n_basis=nb, joint=True, device="cuda", progress=False, **FIXED)
+    out["full joint run, float64, cuda"] = time.perf_counter() - t0
+    assert np.isfinite(res.prediction).all()
+    try:
+        combine(H[:, 0], H[:, 1:], n_iter=n_iter, n_basis=nb, joint=True, device="cuda", progress=False,
+                precision="float32", **FIXED)
+        out["full joint run, float32, cuda"] = time.perf_counter() - t0
+    except ValueError as e:
+        out["float32 on cuda"] = f"refused: {e}"
+    return out, res.prediction
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes")
+    p.add_argument("--no-full", action="store_true", help="skip the 20-sweep joint run")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--save", default=None, help="save the full run's prediction (.npy) here")
+    a = p.parse_args(argv)
+    size = dict(N=120, P=4, n_basis=20, n_iter=2) if a.quick else AWA2
+    assert pc.cuda_available(), "no CUDA device (or simulator) here"
+    H = joint_problem(size["N"], size["P"])
+    nb = size["n_basis"]
+    print(f"size {size}, simulator {pc.simulated()}", flush=True)
+    Hb, X, B, f = first_column(H, nb)
+    for k, v in check_oracle(X, B, f).items():
+        print(f"oracle, {k}: " + ", ".join(f"{a}={b:.1e}" if isinstance(b, float) else f"{a}={b}" for a, b in v.items()))
+    for k, v in step_breakdown(H, nb, 1 if a.quick else a.repeat).items():
+        print(f"{k:60s} {v:9.2f} ms")
+    wall, prof = profile_sweep(H, nb)
+    print(f"one joint sweep ({size['P']} columns, ARD included), profiled: {wall:.2f} s\n{prof}", flush=True)
+    if not a.no_full:
+        out, pred = full_run(H, nb, size["n_iter"])
+        for k, v in out.items():
+            print(f"{k:40s} " + (f"{v:.2f} s" if isinstance(v, float) else v))
+        if a.save:
+            np.save(a.save, pred)
+
+
+if __name__ == "__main__":
+    main()
