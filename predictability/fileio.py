@@ -157,7 +157,8 @@ def _dialect(text: str, role: str, path, sep=None, decimal=None, header=None):
     if not recs:
         raise ValueError(f"{role} {str(path)!r} is empty.")
     rows = [r for _, r, t in recs if t.strip()]
-    fields = [f.strip() for r in rows[1:] for f in r] or [f.strip() for f in rows[0]]
+    data = rows if all(_is_number(f) for f in rows[0]) else rows[1:]   # without a header of names
+    fields = [f.strip() for r in data for f in r] or [f.strip() for f in rows[0]]
     if decimal is None and sep == "," and _split_decimals(fields):
         ln, t = next((ln, t) for ln, _, t in recs[1:] + recs if t.strip())
         raise ValueError(f"{role} {str(path)!r}: its numbers look like decimal commas cut in two by the comma "
