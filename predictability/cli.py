@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 def relevance_table(relevance, # `CombineResult.relevance`: (R,) for a 1-D target, (H, H + R) otherwise
                     target_names=None, # H target column names (None: target_0, target_1, ...)
                     reference_names=None, # R reference names (None: ref_0, ref_1, ...)
-                   ) -> "pd.DataFrame": # the labelled weights
+                   ): # the labelled weights, a pandas DataFrame
     "The ARD weights, labelled: columns (reference, relevance) for a 1-D target; an (H, H+R) table indexed by target otherwise."
     import numpy as np
     import pandas as pd
