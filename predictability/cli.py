@@ -7,8 +7,10 @@ __all__ = ['COMBINE_DEFAULTS', 'build_parser', 'relevance_table', 'main']
 
 # %% ../nbs/13_cli.ipynb #848246ee
 import argparse
+import io
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -279,8 +281,9 @@ def _cmd_combine(args) -> int:
         _unique(t.names, "TARGET's columns")
     if rel_fmt:
         _unique([*(t.names or []), *(r.names or [] if r else [])], "the TARGET and REFERENCES columns")
+    n_basis = args.n_basis if "n_basis" in vars(args).get("_given", ()) else min(args.n_basis, len(target))
     res = combine(target, None if r is None else r.values, method=args.method, n_iter=args.n_iter,
-                  n_basis=args.n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
+                  n_basis=n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
                   noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
     d = csv_dialect(args.target, "TARGET", args.sep, args.decimal, args.header) if file_format(args.target) == "csv" else None
     write_predictors(args.out, res.prediction, t.names, fmt, index=t.index,     # CSV out as TARGET was written
@@ -366,6 +369,17 @@ def _one_line(e) -> str:
         msg = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
     return msg
 
+def _quiet_stdout():
+    "Point standard output at os.devnull, so that Python's final flush into a closed pipe raises nothing."
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+def _forget_interrupt():
+    "Reset CPython's note of a KeyboardInterrupt raised inside `exec` of a string (dataclasses, namedtuple do that)."
+    exec("pass")   # the note outlives our `except` and makes Python end by SIGINT (-2), not our 130; an exec resets it
+
 def _run_command(command: str, func, args) -> int:
     "Run `func(args)`; its warnings (once each), then its error, become one line each on stderr: exit 2, Ctrl-C 130."
     last, quiet = None, getattr(args, "quiet", False)
@@ -381,6 +395,10 @@ def _run_command(command: str, func, args) -> int:
                 code = func(args)
             except KeyboardInterrupt:
                 code, last = 130, "interrupted"
+                _forget_interrupt()
+            except BrokenPipeError:                  # `-o - | head`: the reader has gone; nothing to say
+                code = 141
+                _quiet_stdout()
             except Exception as e:                   # numba/CUDA, LinAlgError, ...: one line, never a traceback
                 code, last = 2, f"error: {_one_line(e)}"
     finally:
@@ -394,18 +412,30 @@ def _run_command(command: str, func, args) -> int:
 
 # %% ../nbs/13_cli.ipynb #a217b844
 class _PlainProgress:
-    "A stderr for logs: progress bars (written with \\r and cursor moves) become a plain line every `every` seconds."
+    "A stderr for logs: progress bars (written with \\r and cursor moves) become plain lines, one every `every` seconds and each bar's last state."
     def __init__(self, stream, every: float = 10.0):
-        self.stream, self.every, self.last = stream, every, -math.inf
+        self.stream, self.every, self.last, self.pending, self.after_bar = stream, every, -math.inf, None, False
+
+    def _emit(self):
+        self.stream.write(self.pending + "\n")
+        self.pending, self.last = None, time.monotonic()
 
     def write(self, s: str) -> int:
-        if "\r" not in s and "\x1b" not in s:        # an ordinary message
-            return self.stream.write(s)
-        bars = [b.strip() for b in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", s).split("\r") if b.strip()]
-        if bars and time.monotonic() - self.last >= self.every:
-            self.last = time.monotonic()
-            self.stream.write(bars[-1] + "\n")
-        return len(s)
+        if "\r" in s or "\x1b" in s:                  # a bar being drawn
+            bars = [b.strip() for b in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", s).split("\r") if b.strip()]
+            if bars:
+                self.pending = bars[-1]
+                if time.monotonic() - self.last >= self.every:
+                    self._emit()
+            self.after_bar = True
+            return len(s)
+        if self.after_bar and s == "\n":             # a bar left on screen: its last state
+            self.after_bar = False
+            if self.pending:
+                self._emit()
+            return len(s)
+        self.after_bar = False
+        return self.stream.write(s)                  # an ordinary message
 
     def flush(self):
         self.stream.flush()
@@ -425,6 +455,7 @@ def main(argv=None, # the arguments after `predictability`; None: `sys.argv[1:]`
             return int(e.code or 0)
         return _run_command(args.command, args.func, args)
     except KeyboardInterrupt:
+        _forget_interrupt()
         print("predictability: interrupted", file=sys.stderr)
         return 130
 
