@@ -155,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/13_cli.ipynb #caa17239
 def relevance_table(relevance, # `CombineResult.relevance`: (R,) for a 1-D target, (H, H + R) otherwise
-                    target_names=None, # H target column names (None: target_0, target_1, ...)
-                    reference_names=None, # R reference names (None: ref_0, ref_1, ...)
+                    target_names: list | None = None, # H target column names (None: target_0, target_1, ...)
+                    reference_names: list | None = None, # R reference names (None: ref_0, ref_1, ...)
                    ): # the labelled weights, a pandas DataFrame
     "The ARD weights, labelled: columns (reference, relevance) for a 1-D target; an (H, H+R) table indexed by target otherwise."
     import numpy as np
@@ -444,7 +444,7 @@ class _PlainProgress:
         return False
 
 # %% ../nbs/13_cli.ipynb #e598ca98
-def main(argv=None, # the arguments after `predictability`; None: `sys.argv[1:]`
+def main(argv: list | None = None, # the arguments after `predictability`; None: `sys.argv[1:]`
         ) -> int: # the exit status: 0, 2 on any error, 130 on Ctrl-C
     "Entry point of the `predictability` console script; returns the exit status (2 on any error, 130 on Ctrl-C)."
     try:                                             # Ctrl-C while the libraries load, too: one line, 130

@@ -425,7 +425,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             basis: str = "even", # Nystrom basis rows: "even" (deterministic) or "random" (drawn with `random_state`)
             device: str = "cpu", # where npc's kernel sums run: "cpu" or "cuda"
             precision: str = "float64", # npc's kernel statistics: "float64", or "float32" (float32 kernel blocks, float64 sums; see `kernel_stats`)
-            random_state=None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
+            random_state: int | np.random.Generator | None = None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
             progress: bool | None = None, # tqdm bar over the iterations: True, False, or None (only for long runs)
            ) -> CombineResult:
     """Improve `target` (N,) or (N, H) using `references` (N, R), without labels.

@@ -375,9 +375,9 @@ def write_table(path, # the output file
 
 def write_predictors(path, # the output file
                      values, # (N,) or (N, K)
-                     names=None, # K column names (None: no header in a CSV, "0".."K-1" in Parquet)
+                     names: list | None = None, # K column names (None: no header in a CSV, "0".."K-1" in Parquet)
                      fmt: str | None = None, # 'csv', 'npy' or 'parquet'; None: from the extension
-                     index=None, # N row labels written as the first column (CSV) or the index (Parquet); NPY: dropped
+                     index: pd.Index | list | None = None, # N row labels written as the first column (CSV) or the index (Parquet); NPY: dropped
                      sep: str = ",", # CSV: the field separator
                      decimal: str = ".", # CSV: the decimal mark
                     ):

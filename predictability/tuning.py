@@ -8,6 +8,7 @@ __all__ = ['DEFAULT_GRID', 'LAMBDA_GRID', 'kendall_tau', 'pairwise_accuracy', 'a
 # %% ../nbs/08_tune.ipynb #fff58de8
 import inspect
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,7 +172,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
          labels, # the true values at the rows `index` (class indices for metric="accuracy")
          index, # the labelled rows: integer positions or a boolean mask
          *,
-         metric=None, # "kendall" (1-D default), "accuracy" ((N, H) default), "pairwise", or `f(pred, labels)`
+         metric: str | Callable | None = None, # "kendall" (1-D default), "accuracy" ((N, H) default), "pairwise", or `f(pred, labels)`
          grid: dict | None = None, # lists of values for `combine`'s keywords; default `label_free_grid` (GP methods) or `DEFAULT_GRID`
          n_iter: int = 20, # the largest iteration considered (0..n_iter are all candidates)
          per_column: bool = False, # (N, H) target: one (setting, iteration) per column, from one joint run per setting
