@@ -269,9 +269,19 @@ def _summary(args, res, target, names, rel_fmt) -> str:
     where = "standard output" if args.out == "-" else args.out
     return f"{what}; wrote {where}" + (f" and {args.relevance}" if rel_fmt else "")
 
+def _write_outputs(args, res, t, r, fmt: str, rel_fmt):
+    "OUT (a CSV as TARGET was written: its separator and decimal mark), then --relevance."
+    from predictability.fileio import csv_dialect, file_format, write_predictors, write_table
+    d = csv_dialect(args.target, "TARGET", args.sep, args.decimal, args.header) if file_format(args.target) == "csv" else None
+    write_predictors(args.out, res.prediction, t.names, fmt, index=t.index,
+                     **({"sep": d.sep, "decimal": d.decimal} if d and fmt == "csv" else {}))
+    if rel_fmt:
+        tab = relevance_table(res.relevance, t.names, None if r is None else r.names)
+        write_table(args.relevance, tab, rel_fmt, index=res.relevance.ndim == 2)
+
 def _cmd_combine(args) -> int:
     from predictability import combine
-    from predictability.fileio import csv_dialect, file_format, write_predictors, write_table
+    from predictability.fileio import file_format
     fmt, rel_fmt = _check_combine_args(args)
     t, r = _read_inputs(args)
     target = t.values
@@ -285,12 +295,7 @@ def _cmd_combine(args) -> int:
     res = combine(target, None if r is None else r.values, method=args.method, n_iter=args.n_iter,
                   n_basis=n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
                   noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
-    d = csv_dialect(args.target, "TARGET", args.sep, args.decimal, args.header) if file_format(args.target) == "csv" else None
-    write_predictors(args.out, res.prediction, t.names, fmt, index=t.index,     # CSV out as TARGET was written
-                     **({"sep": d.sep, "decimal": d.decimal} if d and fmt == "csv" else {}))
-    if rel_fmt:
-        tab = relevance_table(res.relevance, t.names, None if r is None else r.names)
-        write_table(args.relevance, tab, rel_fmt, index=res.relevance.ndim == 2)
+    _write_outputs(args, res, t, r, fmt, rel_fmt)
     h = 1 if target.ndim == 1 else target.shape[1]
     names = (t.names or (["target"] if h == 1 else [f"target_{j}" for j in range(h)])) + \
         ((r.names or [f"ref_{j}" for j in range(r.values.shape[1] if r.values.ndim == 2 else 1)]) if r else [])

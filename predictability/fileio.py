@@ -125,6 +125,14 @@ def _split_decimals(fields: list) -> bool:
     vals = [f for f in fields if f not in MISSING]
     return bool(vals) and all(_INT.fullmatch(f) for f in vals) and any(re.fullmatch(r"-0|[-+]?0\d+", f) for f in vals)
 
+def _refuse_split_decimals(fields: list, recs: list, role: str, path):
+    "ValueError naming --decimal when `fields` look like numbers with decimal commas cut by the comma separator."
+    if _split_decimals(fields):
+        ln, t = next((ln, t) for ln, _, t in recs[1:] + recs if t.strip())
+        raise ValueError(f"{role} {str(path)!r}: its numbers look like decimal commas cut in two by the comma "
+                         f"separator (line {ln}: {t.strip()!r}); pass --decimal , (with --sep ';' if ';' separates the "
+                         "fields), or --decimal . if these are whole numbers separated by commas.")
+
 def _pandas_names(names: list) -> bool:
     "`names` are pandas' default column names 0..k-1, after an unnamed index column or not."
     names = names[1:] if len(names) > 1 and names[0] == "" else names
@@ -157,13 +165,12 @@ def _dialect(text: str, role: str, path, sep=None, decimal=None, header=None):
     if not recs:
         raise ValueError(f"{role} {str(path)!r} is empty.")
     rows = [r for _, r, t in recs if t.strip()]
+    if not rows:
+        raise ValueError(f"{role} {str(path)!r} holds no data (only blank lines).")
     data = rows if all(_is_number(f) for f in rows[0]) else rows[1:]   # without a header of names
     fields = [f.strip() for r in data for f in r] or [f.strip() for f in rows[0]]
-    if decimal is None and sep == "," and _split_decimals(fields):
-        ln, t = next((ln, t) for ln, _, t in recs[1:] + recs if t.strip())
-        raise ValueError(f"{role} {str(path)!r}: its numbers look like decimal commas cut in two by the comma "
-                         f"separator (line {ln}: {t.strip()!r}); pass --decimal , (with --sep ';' if ';' separates the "
-                         "fields), or --decimal . if these are whole numbers separated by commas.")
+    if decimal is None and sep == ",":
+        _refuse_split_decimals(fields, recs, role, path)
     decimal = decimal or _guess_decimal(fields, sep)
     width = {len(r) for r in rows}
     label_col = len(rows) > 1 and max(width) > 1 and any(not _is_number(r[0], decimal) for r in rows[1:] if r)
