@@ -7,18 +7,25 @@ __all__ = ['COMBINE_DEFAULTS', 'build_parser', 'relevance_table', 'main']
 
 # %% ../nbs/13_cli.ipynb #848246ee
 import argparse
+import io
 import json
 import math
+import os
+import re
 import sys
+import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+# %% ../nbs/13_cli.ipynb #76389826
+_MOVED = ("FORMATS", "Predictors", "check_outputs", "file_format", "read_predictors", "write_predictors", "write_table")
 
-from .fileio import (  # read_predictors & co. lived here: importable from predictability.cli still
-    FORMATS, Predictors, check_outputs, check_same_index, csv_has_header, file_format, read_predictors,
-    write_predictors, write_table)
+def __getattr__(name):
+    "read_predictors & co. lived here: still importable from predictability.cli (loaded on first use)."
+    if name in _MOVED:
+        from predictability import fileio
+        return getattr(fileio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/13_cli.ipynb #1a2db5c7
 def _number(option: str, *, low: float = 0.0, strict: bool = False, integer: bool = False, auto: bool = False):
@@ -38,8 +45,22 @@ def _number(option: str, *, low: float = 0.0, strict: bool = False, integer: boo
     parse.__name__ = option
     return parse
 
+class _Once(argparse._StoreAction):
+    "argparse's `store`, refusing an option given twice (argparse would keep the last one silently)."
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", set())
+        if self.dest in given:
+            parser.error(f"{'/'.join(self.option_strings)} given twice; give it once.")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
 class _Parser(argparse.ArgumentParser):
-    "An ArgumentParser whose errors are one line: `prog: error: message (see 'prog --help')`."
+    "An ArgumentParser whose errors are one line, `prog: error: message (see 'prog --help')`, and whose options are given once."
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see '{self.prog} --help')\n")
 
@@ -50,13 +71,16 @@ def _add_combine(sub):
     d = COMBINE_DEFAULTS
     c = sub.add_parser("combine", help="improve the target predictor(s) in a file using reference predictors",
                        description="Improve TARGET (one predictor per column, one point per row) using REFERENCES, "
-                       "without labels, and write the result to OUT. Files: .csv (UTF-8, with or without a header "
-                       "row and a pandas index column), .npy, .parquet. No output may be one of the inputs.")
+                       "without labels, and write the result to OUT. Files: .csv (UTF-8; as pandas or a spreadsheet "
+                       "writes it: with or without a header row, an index column, ',' ';' or tab separators, decimal "
+                       "points or commas), .npy, .parquet. Rows pair by their labels when both files have an index "
+                       "column (or share a first column of unique whole numbers, or --index-col), else by position. "
+                       "No output may be one of the inputs.")
     c.add_argument("target", metavar="TARGET", help="the predictor(s) to improve: (N,) or (N, H)")
     c.add_argument("references", metavar="REFERENCES", nargs="?", default=None,
                    help="the reference predictors (N, R); omit to denoise the H >= 2 columns of TARGET jointly")
     c.add_argument("-o", "--out", metavar="OUT", required=True,
-                   help="output file; its extension sets the format (none: TARGET's format)")
+                   help="output file; its extension sets the format (none: TARGET's format); - : CSV on standard output")
     c.add_argument("--relevance", metavar="PATH", default=None,
                    help="also write the ARD relevance weights, labelled, to PATH (.csv or .parquet; GP methods with ARD)")
     c.add_argument("--method", choices=("npc", "npc-exact", "lpc", "opc"), default=d["method"],
@@ -77,7 +101,24 @@ def _add_combine(sub):
     c.add_argument("--no-ard", action="store_true", help="weigh all references equally (no ARD)")
     c.add_argument("--device", choices=("cpu", "cuda"), default=d["device"],
                    help=f"where npc's kernel sums run (default: {d['device']})")
+    _add_csv_options(c)
+    talk = c.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    talk.add_argument("-v", "--verbose", action="store_true", help="also say how rows paired and, for each column, "
+                      "what was chosen and why")
     c.set_defaults(func=_cmd_combine)
+
+def _add_csv_options(c):
+    c.add_argument("--sep", metavar="SEP", default=None, help="CSV field separator: ',', ';' or tab (default: guessed)")
+    c.add_argument("--decimal", choices=(".", ","), default=None, help="CSV decimal mark (default: guessed; a comma "
+                   "only with another separator, or when given)")
+    h = c.add_mutually_exclusive_group()
+    h.add_argument("--header", dest="header", action="store_const", const=True, default=None,
+                   help="the first CSV row holds column names (default: guessed)")
+    h.add_argument("--no-header", dest="header", action="store_const", const=False, help="the first CSV row is data")
+    c.add_argument("--index-col", metavar="NAME", default=None,
+                   help="the column holding the row labels, in TARGET and REFERENCES (default: an unnamed or "
+                   "non-numeric first column, or a first column of unique whole numbers that both files share)")
 
 def _add_demo(sub):
     m = sub.add_parser("demo", help="run the Yeast gene-function demo and write a report",
@@ -114,10 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/13_cli.ipynb #caa17239
 def relevance_table(relevance, # `CombineResult.relevance`: (R,) for a 1-D target, (H, H + R) otherwise
-                    target_names=None, # H target column names (None: target_0, target_1, ...)
-                    reference_names=None, # R reference names (None: ref_0, ref_1, ...)
-                   ) -> pd.DataFrame: # the labelled weights
+                    target_names: list | None = None, # H target column names (None: target_0, target_1, ...)
+                    reference_names: list | None = None, # R reference names (None: ref_0, ref_1, ...)
+                   ): # the labelled weights, a pandas DataFrame
     "The ARD weights, labelled: columns (reference, relevance) for a 1-D target; an (H, H+R) table indexed by target otherwise."
+    import numpy as np
+    import pandas as pd
     rel = np.asarray(relevance)
     if rel.ndim == 1:
         refs = reference_names or [f"ref_{j}" for j in range(rel.shape[0])]
@@ -130,8 +173,9 @@ def relevance_table(relevance, # `CombineResult.relevance`: (R,) for a 1-D targe
 # %% ../nbs/13_cli.ipynb #496d2599
 def _check_combine_args(args) -> tuple:
     "Formats of OUT and --relevance, after refusing what cannot work, before any reading or computing."
+    from predictability.fileio import check_outputs, file_format
     out = Path(args.out)
-    fmt = file_format(out, "OUT") if out.suffix else file_format(args.target, "TARGET")
+    fmt = "csv" if args.out == "-" else file_format(out, "OUT") if out.suffix else file_format(args.target, "TARGET")
     rel_fmt = None
     if args.relevance is not None:
         if args.method not in ("npc", "npc-exact") or args.no_ard:
@@ -142,7 +186,8 @@ def _check_combine_args(args) -> tuple:
         if rel_fmt == "npy":
             raise ValueError(f"--relevance {args.relevance!r}: the weights are labelled; use .csv or .parquet.")
     inputs = {"TARGET": args.target, "REFERENCES": args.references}
-    check_outputs({"OUT": args.out, "--relevance": args.relevance} if args.relevance else {"OUT": args.out}, inputs)
+    outputs = {"OUT": args.out, "--relevance": args.relevance}
+    check_outputs({k: v for k, v in outputs.items() if v not in (None, "-")}, inputs)
     if args.device == "cuda" and args.method == "npc":
         from predictability.cuda import cuda_available
         if not cuda_available():
@@ -157,13 +202,88 @@ def _unique(names, what: str):
             raise ValueError(f"the column name {n!r} appears twice among {what}; rename one of them.")
         seen.add(n)
 
+# %% ../nbs/13_cli.ipynb #8bac8db9
+def _read(path, role: str, args, index_col=None):
+    "`read_predictors` with the CSV options of the command line."
+    from predictability.fileio import read_predictors
+    return read_predictors(path, role, sep=args.sep, decimal=args.decimal, header=args.header,
+                           index_col=index_col or args.index_col)
+
+def _shared_key(t, r):
+    "The name of a first column that TARGET and REFERENCES share, holding unique whole numbers in both: their row key."
+    import numpy as np
+    if r is None or t.index is not None or r.index is not None or not (t.names and r.names):
+        return None
+    if t.names[0] != r.names[0] or min(len(t.names), len(r.names)) < 2:
+        return None
+    for v in (t.values[:, 0], r.values[:, 0]):
+        if not (np.isfinite(v).all() and (v == np.round(v)).all() and np.unique(v).size == v.size):
+            return None
+    return t.names[0]
+
+def _check_complete(p, role: str, path):
+    "Refuse missing or infinite values with their file line (CSV: the data row plus the header) and column."
+    import numpy as np
+    v = np.asarray(p.values, dtype=np.float64).reshape(len(p.values), -1)
+    bad = ~np.isfinite(v)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        where = f"line {i + 1 + (p.names is not None)}" if str(path).lower().endswith(".csv") else f"data row {i + 1}"
+        col = repr(p.names[j]) if p.names else j + 1
+        raise ValueError(f"{role} {str(path)!r} has {int(bad.sum())} missing or infinite value(s), the first on "
+                         f"{where}, column {col}; every point needs a value: fill it in, or drop that row from "
+                         "every file.")
+
+def _read_inputs(args):
+    "TARGET and REFERENCES, their rows paired by their labels (an index column or a shared key column) or by position."
+    from predictability.fileio import align_rows
+    t = _read(args.target, "TARGET", args)
+    r = None if args.references is None else _read(args.references, "REFERENCES", args)
+    key = None if args.index_col else _shared_key(t, r)
+    if key:                                          # e.g. df.rename_axis("id").to_csv() for both files
+        t, r = _read(args.target, "TARGET", args, key), _read(args.references, "REFERENCES", args, key)
+    for p, role, path in ((t, "TARGET", args.target), (r, "REFERENCES", args.references)):
+        if p is not None:
+            _check_complete(p, role, path)
+    return t, (None if r is None else align_rows(t, r))
+
+# %% ../nbs/13_cli.ipynb #f4a41eb8
+def _say(args, *lines):
+    "Print `lines` unless --quiet; on stderr when OUT is standard output."
+    if not args.quiet:
+        for line in lines:
+            print(line, file=sys.stderr if args.out == "-" else sys.stdout)
+
+def _summary(args, res, target, names, rel_fmt) -> str:
+    "One line: which target columns changed and by how much (RMS, in standard deviations), the method, where it went."
+    import numpy as np
+    f = target.reshape(len(target), -1)
+    d = np.asarray(res.prediction, dtype=np.float64).reshape(len(f), -1) - f
+    rms = np.sqrt((d ** 2).mean(axis=0)) / np.where(f.std(axis=0) > 0, f.std(axis=0), 1.0)
+    moved = [f"{str(n)!r} by {x:.2g}" for n, x in zip(names, rms) if x > 0]
+    iters = res.params.get("n_iter", args.n_iter)
+    what = (f"changed {', '.join(moved)} standard deviation(s) (RMS) in {iters} iteration(s) of {args.method}" if moved
+            else "the target is unchanged: the references do not predict it (--verbose says why)")
+    if moved and len(moved) < len(names):
+        what += f"; {len(names) - len(moved)} of {len(names)} column(s) unchanged"
+    where = "standard output" if args.out == "-" else args.out
+    return f"{what}; wrote {where}" + (f" and {args.relevance}" if rel_fmt else "")
+
+def _write_outputs(args, res, t, r, fmt: str, rel_fmt):
+    "OUT (a CSV as TARGET was written: its separator and decimal mark), then --relevance."
+    from predictability.fileio import csv_dialect, file_format, write_predictors, write_table
+    d = csv_dialect(args.target, "TARGET", args.sep, args.decimal, args.header) if file_format(args.target) == "csv" else None
+    write_predictors(args.out, res.prediction, t.names, fmt, index=t.index,
+                     **({"sep": d.sep, "decimal": d.decimal} if d and fmt == "csv" else {}))
+    if rel_fmt:
+        tab = relevance_table(res.relevance, t.names, None if r is None else r.names)
+        write_table(args.relevance, tab, rel_fmt, index=res.relevance.ndim == 2)
+
 def _cmd_combine(args) -> int:
     from predictability import combine
+    from predictability.fileio import file_format
     fmt, rel_fmt = _check_combine_args(args)
-    t = read_predictors(args.target, "TARGET")
-    r = None if args.references is None else read_predictors(args.references, "REFERENCES")
-    if r is not None:
-        check_same_index(t, r)
+    t, r = _read_inputs(args)
     target = t.values
     if file_format(args.target) != "npy" and target.shape[1] == 1:      # a one-column table is a 1-D target
         target = target[:, 0]
@@ -171,22 +291,20 @@ def _cmd_combine(args) -> int:
         _unique(t.names, "TARGET's columns")
     if rel_fmt:
         _unique([*(t.names or []), *(r.names or [] if r else [])], "the TARGET and REFERENCES columns")
+    n_basis = args.n_basis if "n_basis" in vars(args).get("_given", ()) else min(args.n_basis, len(target))
     res = combine(target, None if r is None else r.values, method=args.method, n_iter=args.n_iter,
-                  n_basis=args.n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
+                  n_basis=n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
                   noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
-    write_predictors(args.out, res.prediction, t.names, fmt, index=t.index)
+    _write_outputs(args, res, t, r, fmt, rel_fmt)
     h = 1 if target.ndim == 1 else target.shape[1]
     names = (t.names or (["target"] if h == 1 else [f"target_{j}" for j in range(h)])) + \
         ((r.names or [f"ref_{j}" for j in range(r.values.shape[1] if r.values.ndim == 2 else 1)]) if r else [])
-    for name, c in zip(names, res.choices):            # what was chosen without labels for each column, and why
-        print(f"chosen for {name}: {c.reason}")
-    iters = res.params.get("n_iter", args.n_iter)
-    msg = f"wrote {args.out} ({'x'.join(map(str, res.prediction.shape))}; method={args.method}, n_iter={iters})"
-    if rel_fmt:
-        tab = relevance_table(res.relevance, t.names, None if r is None else r.names)
-        write_table(args.relevance, tab, rel_fmt, index=res.relevance.ndim == 2)
-        msg += f" and {args.relevance}"
-    print(msg)
+    if args.verbose:                                 # how rows paired; what was chosen for each column, and why
+        paired = r is not None and t.index is not None and r.index is not None
+        label = f"by their labels ({t.index.name or 'the index column'})" if paired else "by position"
+        _say(args, f"rows paired {label}",
+             *(f"{name}: {_cli_words(c.reason)}" for name, c in zip(names, res.choices)))
+    _say(args, _summary(args, res, target, names[:h], rel_fmt))
     return 0
 
 # %% ../nbs/13_cli.ipynb #980d4240
@@ -234,46 +352,117 @@ def _cmd_toy(args) -> int:
     return 0
 
 # %% ../nbs/13_cli.ipynb #cb6c98e3
+_FLAGS = {"n_iter": "--n-iter", "n_basis": "--n-basis", "noise": "--noise", "kernel_scale": "--kernel-scale",
+          "lam": "--lam", "method": "--method", "device": "--device", "target": "TARGET", "references": "REFERENCES"}
+
+def _cli_words(msg: str) -> str:
+    "A library message in the command line's words: flags for keywords (`n_iter` -> --n-iter), TARGET and REFERENCES."
+    msg = msg.replace("see `res.choices`", "see --verbose").replace("'auto'", "auto")
+    msg = re.sub(r"`(\w+)`=", lambda m: f"{_FLAGS[m[1]]} " if m[1] in _FLAGS else m[0], msg)
+    msg = re.sub(r"\b(n_iter|n_basis|noise|kernel_scale|lam|method|device)=(['\w.+-]+)",
+                 lambda m: f"{_FLAGS[m[1]]} {m[2].strip(chr(39))}", msg)
+    return re.sub(r"`(\w+)`", lambda m: _FLAGS.get(m[1], m[0]), msg)
+
 def _written_for_users(e) -> bool:
     "Our ValueErrors (not subclasses such as numpy's LinAlgError), and OS and import errors, explain themselves."
     return type(e) is ValueError or isinstance(e, (OSError, ImportError))
 
 def _one_line(e) -> str:
-    "`e`'s message on one line; other exception types are named, and a message-less one gives its type."
-    msg = " ".join(str(e).split())
+    "`e`'s message on one line, in the command line's words; other exception types are named, and a message-less one gives its type."
+    msg = _cli_words(" ".join(str(e).split()))
     if isinstance(e, BaseException) and (not msg or not _written_for_users(e)):
         msg = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
     return msg
 
+def _quiet_stdout():
+    "Point standard output at os.devnull, so that Python's final flush into a closed pipe raises nothing."
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+def _forget_interrupt():
+    "Reset CPython's note of a KeyboardInterrupt raised inside `exec` of a string (dataclasses, namedtuple do that)."
+    exec("pass")   # the note outlives our `except` and makes Python end by SIGINT (-2), not our 130; an exec resets it
+
 def _run_command(command: str, func, args) -> int:
     "Run `func(args)`; its warnings (once each), then its error, become one line each on stderr: exit 2, Ctrl-C 130."
-    last = None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for quiet in (DeprecationWarning, PendingDeprecationWarning):   # for developers, as Python's defaults
-            warnings.filterwarnings("ignore", category=quiet)
-        try:
-            code = func(args)
-        except KeyboardInterrupt:
-            code, last = 130, "interrupted"
-        except Exception as e:                       # numba/CUDA, LinAlgError, ...: one line, never a traceback
-            code, last = 2, f"error: {_one_line(e)}"
+    last, quiet = None, getattr(args, "quiet", False)
+    stderr = sys.stderr
+    if not stderr.isatty():                          # a log: progress as plain lines, no cursor movements
+        sys.stderr = _PlainProgress(stderr)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for hide in (DeprecationWarning, PendingDeprecationWarning):   # for developers, as Python's defaults
+                warnings.filterwarnings("ignore", category=hide)
+            try:
+                code = func(args)
+            except KeyboardInterrupt:
+                code, last = 130, "interrupted"
+                _forget_interrupt()
+            except BrokenPipeError:                  # `-o - | head`: the reader has gone; nothing to say
+                code = 141
+                _quiet_stdout()
+            except Exception as e:                   # numba/CUDA, LinAlgError, ...: one line, never a traceback
+                code, last = 2, f"error: {_one_line(e)}"
+    finally:
+        sys.stderr = stderr
     for msg in dict.fromkeys(_one_line(str(w.message)) for w in caught):
-        print(f"predictability {command}: warning: {msg}", file=sys.stderr)
+        if not quiet:
+            print(f"predictability {command}: warning: {msg}", file=sys.stderr)
     if last:
         print(f"predictability {command}: {last}", file=sys.stderr)
     return code
 
+# %% ../nbs/13_cli.ipynb #a217b844
+class _PlainProgress:
+    "A stderr for logs: progress bars (written with \\r and cursor moves) become plain lines, one every `every` seconds and each bar's last state."
+    def __init__(self, stream, every: float = 10.0):
+        self.stream, self.every, self.last, self.pending, self.after_bar = stream, every, -math.inf, None, False
+
+    def _emit(self):
+        self.stream.write(self.pending + "\n")
+        self.pending, self.last = None, time.monotonic()
+
+    def write(self, s: str) -> int:
+        if "\r" in s or "\x1b" in s:                  # a bar being drawn
+            bars = [b.strip() for b in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", s).split("\r") if b.strip()]
+            if bars:
+                self.pending = bars[-1]
+                if time.monotonic() - self.last >= self.every:
+                    self._emit()
+            self.after_bar = True
+            return len(s)
+        if self.after_bar and s == "\n":             # a bar left on screen: its last state
+            self.after_bar = False
+            if self.pending:
+                self._emit()
+            return len(s)
+        self.after_bar = False
+        return self.stream.write(s)                  # an ordinary message
+
+    def flush(self):
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
 # %% ../nbs/13_cli.ipynb #e598ca98
-def main(argv=None, # the arguments after `predictability`; None: `sys.argv[1:]`
+def main(argv: list | None = None, # the arguments after `predictability`; None: `sys.argv[1:]`
         ) -> int: # the exit status: 0, 2 on any error, 130 on Ctrl-C
     "Entry point of the `predictability` console script; returns the exit status (2 on any error, 130 on Ctrl-C)."
-    parser = build_parser()
-    try:
-        args = parser.parse_args(None if argv is None else [str(a) for a in argv])
-    except SystemExit as e:                          # --help, --version (0) or a usage error (2)
-        return int(e.code or 0)
-    return _run_command(args.command, args.func, args)
+    try:                                             # Ctrl-C while the libraries load, too: one line, 130
+        parser = build_parser()
+        try:
+            args = parser.parse_args(None if argv is None else [str(a) for a in argv])
+        except SystemExit as e:                      # --help, --version (0) or a usage error (2)
+            return int(e.code or 0)
+        return _run_command(args.command, args.func, args)
+    except KeyboardInterrupt:
+        _forget_interrupt()
+        print("predictability: interrupted", file=sys.stderr)
+        return 130
 
 # %% ../nbs/13_cli.ipynb #3115a8a7
 if __name__ == "__main__" and "__file__" in globals():

@@ -203,6 +203,42 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
 
 
 # %% ../nbs/07_combine.ipynb #b3a9da0a
+_WIDEST = (1e-100, 1e100)   # noise and kernel_scale beyond: noise^2 or distance/width overflow, the GP degenerates
+
+def _check_width(x, name: str) -> float:
+    "A positive `noise` or `kernel_scale` within `_WIDEST`, where the kernel and the GP are computable."
+    v = check_scalar(x, name, strict=True)
+    if not _WIDEST[0] <= v <= _WIDEST[1]:
+        raise ValueError(f"`{name}`={v:g} is outside [{_WIDEST[0]:g}, {_WIDEST[1]:g}]: at that magnitude the kernel "
+                         "or the GP noise overflows (the kernel is constant or the identity, the GP returns 0 or the "
+                         "data); use a value in that range, or 'auto' to choose it by maximum likelihood.")
+    return v
+
+def _check_ard(ard, P: int) -> np.ndarray:
+    "`ard` given as a matrix: (P, P), finite, non-negative, and every row weighing some other column."
+    w = np.asarray(ard, dtype=np.float64)
+    if w.shape != (P, P) or not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(f"`ard` as an array must be the ({P}, {P}) non-negative relevance matrix of "
+                         "`fit_ard_joint(np.c_[target, references])`.")
+    off = w.sum(axis=1) - np.diag(w)
+    if (off <= 0).any():
+        raise ValueError(f"`ard` row {int(np.argmax(off <= 0))} weighs no other column (its off-diagonal entries are "
+                         "all 0): that column would have no reference. Give it a positive weight somewhere, or pass "
+                         "ard=True to fit the weights.")
+    return w
+
+def _check_range(F2):
+    "Refuse a target whose combination could overflow: mean + std * z with |z| up to sqrt(N) beyond the largest float."
+    s = np.abs(F2).max(axis=0)
+    s = np.where(s > 0, s, 1.0)
+    st = NormStats.of(F2 / s)                       # in [-1, 1]: no overflow
+    bound = np.abs(st.mean) + st.std * np.sqrt(F2.shape[0])
+    j = np.flatnonzero(bound > np.finfo(np.float64).max / s)
+    if j.size:
+        raise ValueError(f"`target` column {int(j[0])} reaches {s[j[0]]:.3g} in magnitude: a combined value (its mean "
+                         "plus up to sqrt(N) standard deviations) could exceed the largest float64, 1.8e308. "
+                         "Divide the target by a power of ten and multiply the result back.")
+
 def _check_collinear_once(Gb):
     "`check_collinear` of the normalised references `Gb`; inside `reuse_kernel_stats()` (tune's grid) only once per matrix."
     store = _SHARED.get()
@@ -221,8 +257,8 @@ def _check_inputs(target, references, method, n_basis):
     F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
     if references is None:
         if F.ndim == 1 or F.shape[1] < 2:
-            raise ValueError("no references: `references` is None and the target has a single column. "
-                             "Pass the (N, R) evaluations of at least one reference predictor.")
+            raise ValueError("no references were given and the target has a single column: give the (N, R) "
+                             "evaluations of at least one reference predictor.")
         Gr = np.empty((F.shape[0], 0))
     else:
         Gr = as_predictors(references, "references", ndim=(1, 2), min_points=3)
@@ -233,6 +269,7 @@ def _check_inputs(target, references, method, n_basis):
                          "they must be evaluations on the same points, row by row.")
     n = F.shape[0]
     F2 = F if F.ndim == 2 else F[:, None]
+    _check_range(F2)
     Fb = _normalize_fast(F2, "target")
     Gb = _normalize_fast(Gr, "references") if Gr.shape[1] else Gr
     if Gb.shape[1]:
@@ -274,13 +311,15 @@ def _align(target, references):
     if not (_is_pandas(target) and _is_pandas(references)) or target.index.equals(references.index):
         return references
     ti, ri = target.index, references.index
-    if len(ti) == len(ri) and ti.is_unique and ri.is_unique and set(ti) == set(ri):
-        return references.loc[ti]                        # same labels, another order: align
-    missing = ti.difference(ri) if ti.is_unique and ri.is_unique else None
+    pos = ri.get_indexer(ti) if ti.is_unique and ri.is_unique else None   # get_indexer pairs NaN labels too
+    if pos is not None and len(ti) == len(ri) and (pos >= 0).all():
+        return references.iloc[pos]                      # same labels, another order: align
+    missing = ti[pos < 0] if pos is not None else None
+    extra = ri.difference(ti) if pos is not None else None
     why = ("`target` has duplicated index labels" if not ti.is_unique else
            "`references` has duplicated index labels" if not ri.is_unique else
            f"{len(missing)} label(s) of `target`'s index are not in `references`' index (e.g. {list(missing[:3])})"
-           if len(missing) else f"`references` has {len(ri) - len(ti)} label(s) that `target` lacks")
+           if len(missing) else f"`references` has {len(extra)} label(s) that `target` lacks (e.g. {list(extra[:3])})")
     raise ValueError(f"`target` and `references` are pandas objects whose indexes do not match: {why}. Rows are "
                      "matched by index label; select the same points in both (e.g. "
                      "`references.loc[target.index]`) or pass NumPy arrays to match rows by position.")
@@ -376,18 +415,18 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             references, # the reference predictors (N, R), or None for an (N, H) target (columns as each other's)
             *,
             method: str = "npc", # "npc" (Nystrom, default), "npc-exact", "lpc" or "opc"
-            n_iter="auto", # iterations of Algorithm 1: "auto" (the stopping rule, per column) or a number
+            n_iter: int | str = "auto", # iterations of Algorithm 1: "auto" (the stopping rule, per column) or a number
             n_basis: int = 300, # Nyström basis size $N'$ (npc)
             joint: bool = True, # denoise the references too (Algorithm 1); False keeps every other column fixed
-            ard=True, # ARD relevance weights (GP methods): True, False, or a (P, P) matrix from `fit_ard_joint`
+            ard: bool | np.ndarray = True, # ARD relevance weights (GP methods): True, False, or a (P, P) matrix from `fit_ard_joint`
             lam: float = 1.0, # $\lambda_J$, the weight of predictability ($\lambda_O$ for OPC)
-            noise="auto", # GP noise $\sigma^2$: "auto" (maximum likelihood, per column) or a number
-            kernel_scale="auto", # kernel width $\sigma_k^2$ ($\sigma_O^2$ for OPC): "auto" (maximum likelihood) or a number
+            noise: float | str = "auto", # GP noise $\sigma^2$: "auto" (maximum likelihood, per column) or a number
+            kernel_scale: float | str = "auto", # kernel width $\sigma_k^2$ ($\sigma_O^2$ for OPC): "auto" (maximum likelihood) or a number
             basis: str = "even", # Nystrom basis rows: "even" (deterministic) or "random" (drawn with `random_state`)
             device: str = "cpu", # where npc's kernel sums run: "cpu" or "cuda"
             precision: str = "float64", # npc's kernel statistics: "float64", or "float32" (float32 kernel blocks, float64 sums; see `kernel_stats`)
-            random_state=None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
-            progress=None, # tqdm bar over the iterations: True, False, or None (only for long runs)
+            random_state: int | np.random.Generator | None = None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
+            progress: bool | None = None, # tqdm bar over the iterations: True, False, or None (only for long runs)
            ) -> CombineResult:
     """Improve `target` (N,) or (N, H) using `references` (N, R), without labels.
 
@@ -410,8 +449,8 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         n_basis = check_int(n_basis, "n_basis", low=1)
         joint = check_bool(joint, "joint")
         lam = check_scalar(lam, "lam")
-        noise = _auto_or(noise, "noise", lambda x, nm: check_scalar(x, nm, strict=True))
-        kernel_scale = _auto_or(kernel_scale, "kernel_scale", lambda x, nm: check_scalar(x, nm, strict=True))
+        noise = _auto_or(noise, "noise", _check_width)
+        kernel_scale = _auto_or(kernel_scale, "kernel_scale", _check_width)
         rng = check_random_state(random_state)
         perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
         if progress is not None:
@@ -437,10 +476,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         given = not isinstance(ard, (bool, np.bool_))
         use_ard = gp and (given or bool(ard))
         if use_ard and given:                                       # precomputed weights, e.g. shared by `tune`
-            weights = np.asarray(ard, dtype=np.float64)
-            if weights.shape != (P, P) or not np.isfinite(weights).all() or (weights < 0).any():
-                raise ValueError(f"`ard` as an array must be the ({P}, {P}) non-negative relevance matrix of "
-                             "`fit_ard_joint(np.c_[target, references])`.")
+            weights = _check_ard(ard, P)
         elif use_ard:
             weights = fit_ard_joint(np.c_[F2, Gr], rows=None if joint else range(h))   # Algorithm 1, line 2: once, from H^0
                                                                    # (with fixed references only the targets' rows are used)

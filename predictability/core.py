@@ -23,6 +23,16 @@ def centering_matrix(n: int, # the number of points $N$
     return np.eye(n) - np.full((n, n), 1.0 / n)
 
 # %% ../nbs/00_core.ipynb #40e5b2ab
+def _pandas_values(x, name: str) -> np.ndarray:
+    "A Series' or DataFrame's values as float64, `pd.NA` as NaN: numeric, bool, nullable and Arrow-backed columns."
+    from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype   # pandas is loaded: x is one
+    cols = x.items() if x.ndim == 2 else [(x.name, x)]
+    for c, s in cols:
+        if not (is_numeric_dtype(s.dtype) or is_bool_dtype(s.dtype)) or is_complex_dtype(s.dtype):
+            what = f"column {c!r} has" if x.ndim == 2 else "got"
+            raise ValueError(f"`{name}` must be real numeric data; {what} dtype {s.dtype}. Convert or encode it first.")
+    return x.to_numpy(dtype=np.float64, na_value=np.nan)
+
 def as_predictors(x, # predictor evaluations: an array, list, pandas Series or DataFrame, (N,) or (N, K)
                   name: str, # the argument's name, quoted in error messages
                   *,
@@ -30,8 +40,8 @@ def as_predictors(x, # predictor evaluations: an array, list, pandas Series or D
                   min_points: int = 2, # the fewest points (rows) accepted
                  ) -> np.ndarray: # `x` as a C-contiguous float64 array of the same shape
     "Validate predictor evaluations `x` (N,) or (N, K) and return them as a float64 array of the same shape."
-    if hasattr(x, "to_numpy"):  # pandas Series / DataFrame
-        x = x.to_numpy()
+    if hasattr(x, "to_numpy") and hasattr(x, "index"):   # a pandas Series or DataFrame
+        x = _pandas_values(x, name)
     try:
         a = np.asarray(x)
     except Exception as e:  # ragged lists and the like

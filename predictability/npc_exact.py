@@ -22,6 +22,12 @@ def _cho_noisy(K: np.ndarray, noise: float):
     if not noise > 0:
         raise ValueError(f"`noise` must be > 0; got {noise}. With sigma^2 = 0 the GP interpolates f and every "
                          "predictability is 1.")
+    if not noise <= 1e100:                      # Q' holds noise^2: beyond 1e154 it overflows to NaN
+        raise ValueError(f"`noise`={noise:g} is too large: use at most 1e100 (the GP mean is 0 to round-off long "
+                         "before, and noise^2 overflows beyond 1e154).")
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or not np.isfinite(K).all():
+        raise ValueError(f"`K` must be a finite square kernel matrix; got shape {K.shape}"
+                         f"{'' if np.isfinite(K).all() else ' with NaN or infinite entries'}.")
     n = K.shape[0]
     try:
         return linalg.cho_factor(K + noise * np.eye(n), lower=True)

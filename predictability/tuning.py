@@ -8,6 +8,7 @@ __all__ = ['DEFAULT_GRID', 'LAMBDA_GRID', 'kendall_tau', 'pairwise_accuracy', 'a
 # %% ../nbs/08_tune.ipynb #fff58de8
 import inspect
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,6 +113,20 @@ def _check_index(index, n: int) -> np.ndarray:
         raise ValueError("`index` selects some rows more than once; each labelled point must appear once.")
     return index
 
+def _align_labels(target, labels, index):
+    "`labels` as pandas labels them: on the rows `index` of a pandas target, by index label (reordered when needed)."
+    if not (_is_pandas(target) and _is_pandas(labels)):
+        return labels
+    want, have = target.index[index], labels.index
+    if have.equals(want):
+        return labels
+    pos = have.get_indexer(want) if have.is_unique else None
+    if pos is None or len(have) != len(want) or (pos < 0).any():
+        raise ValueError(f"`labels` is a pandas object whose index is not the labels of the rows `index` selects "
+                         f"(e.g. {list(want[:3])}); label those rows (labels.loc[target.index[index]]), or pass "
+                         "labels.to_numpy() to pair them with `index` by position.")
+    return labels.iloc[pos]
+
 def _check_grid(grid, combine_kwargs) -> dict:
     "The grid as {keyword of `combine`: non-empty list of values}; unknown or doubly given keywords are refused."
     grid = DEFAULT_GRID if grid is None else grid
@@ -157,7 +172,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
          labels, # the true values at the rows `index` (class indices for metric="accuracy")
          index, # the labelled rows: integer positions or a boolean mask
          *,
-         metric=None, # "kendall" (1-D default), "accuracy" ((N, H) default), "pairwise", or `f(pred, labels)`
+         metric: str | Callable | None = None, # "kendall" (1-D default), "accuracy" ((N, H) default), "pairwise", or `f(pred, labels)`
          grid: dict | None = None, # lists of values for `combine`'s keywords; default `label_free_grid` (GP methods) or `DEFAULT_GRID`
          n_iter: int = 20, # the largest iteration considered (0..n_iter are all candidates)
          per_column: bool = False, # (N, H) target: one (setting, iteration) per column, from one joint run per setting
@@ -178,6 +193,10 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
         progress = check_bool(progress, "progress")
         per_column = check_bool(per_column, "per_column")
         index = _check_index(index, F.shape[0])
+        if Gr is None and F.ndim == 1:
+            raise ValueError("no references were given and the target has a single column: give the (N, R) "
+                             "evaluations of at least one reference predictor.")
+        labels = _align_labels(target, labels, index)
         if per_column:
             return _tune_per_column(target, references, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
                                     method=method, progress=progress, **combine_kwargs)
@@ -213,7 +232,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
 
 def _prepare(F, Gr, grid, method, combine_kwargs):
     "The grid (the label-free one by default for GP methods) and the ARD weights, fitted once into `combine_kwargs`."
-    if method in ("npc", "npc-exact") and combine_kwargs.get("ard", True) is True:
+    if method in ("npc", "npc-exact") and combine_kwargs.get("ard", True) is True and "ard" not in (grid or {}):
         cols = [F.reshape(len(F), -1)]
         if Gr is not None:           # None: an (N, H) target whose columns are each other's references
             cols.append(Gr.reshape(len(F), -1))
@@ -235,6 +254,9 @@ def _tune_per_column(target, references, F, Gr, labels, index, *, metric, grid, 
                          f"column at the rows `index`; got shape {labels.shape}.")
     labels = np.column_stack([_check_labels(labels[:, j], f"labels[:, {j}]") for j in range(H)])
     fn = _metric(metric, F[:, 0])
+    if fn is accuracy:
+        raise ValueError("metric='accuracy' compares the H columns of each row (an arg-max over classes); with "
+                         "per_column=True every column is scored alone: use 'kendall', 'pairwise' or a callable.")
     grid, keys = _prepare(F, Gr, grid, method, combine_kwargs)
     rows, best = [], [None] * H
     with reuse_kernel_stats():

@@ -53,10 +53,10 @@ def _one_error_line(r, *needles):
 
 def test_module_bad_input_exits_2(files):
     d, _, _ = files
-    # pandas writes NaN in a one-column CSV as "": the missing value reaches combine(), which names the row
+    # pandas writes NaN in a one-column CSV as "": refused with its file line (data row 3 after the header)
     r = _run([sys.executable, "-m", "predictability.cli", "combine", d / "bad.csv", d / "refs.csv",
               "-o", d / "never.csv"])
-    _one_error_line(r, "NaN", "row 3")
+    _one_error_line(r, "missing", "line 5, column 'score'")
     # a blank line instead: refused by file line, never skipped
     (d / "blank.csv").write_text((d / "bad.csv").read_text().replace('\n""\n', "\n\n"))
     r = _run([sys.executable, "-m", "predictability.cli", "combine", d / "blank.csv", d / "refs.csv",
@@ -121,9 +121,13 @@ def test_rows_are_never_lost_or_shifted(tmp_path, files):
     out = pd.read_csv(tmp_path / "oi.csv", index_col=0)
     assert list(out.index) == ids and list(out.columns) == ["score"]
     np.testing.assert_allclose(out["score"].to_numpy(), expect, rtol=0, atol=1e-12)
-    # indexes in different orders: refused
-    pd.DataFrame(G, columns=["a", "b", "c"], index=ids[::-1]).to_csv(tmp_path / "rx.csv")
-    _one_error_line(_cli("combine", tmp_path / "ti.csv", tmp_path / "rx.csv", "-o", tmp_path / "x.csv"), "differ")
+    # reference rows in another order: aligned by their labels; labels that do not pair up: refused
+    pd.DataFrame(G, columns=["a", "b", "c"], index=ids).iloc[::-1].to_csv(tmp_path / "rx.csv")
+    r = _cli("combine", tmp_path / "ti.csv", tmp_path / "rx.csv", "-o", tmp_path / "ox.csv", *FAST)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "ox.csv", index_col=0)["score"].to_numpy(), expect, rtol=0, atol=1e-12)
+    pd.DataFrame(G, columns=["a", "b", "c"], index=[i.upper() for i in ids]).to_csv(tmp_path / "ry.csv")
+    _one_error_line(_cli("combine", tmp_path / "ti.csv", tmp_path / "ry.csv", "-o", tmp_path / "x.csv"), "row label(s)")
     # Parquet with an index keeps it
     pd.DataFrame({"score": f0}, index=pd.Index(ids, name="id")).to_parquet(tmp_path / "tp.parquet")
     r = _cli("combine", tmp_path / "tp.parquet", d / "refs.csv", "-o", tmp_path / "op.parquet", *FAST)
@@ -213,3 +217,95 @@ def test_toy_json():
     for row in table.values():
         assert sorted(row) == ["f0", "lpc", "npc", "opc"]
         assert all(0 <= v <= 100 for v in row.values())
+
+
+@pytest.mark.parametrize("how", ["index=False", "default", "named id", "string index", "decimal comma", "spreadsheet"])
+def test_files_as_pandas_writes_them(tmp_path, files, how):
+    "Each of these was read wrongly with exit 0 (81 rows, an id column as a predictor, two columns out of one) or refused."
+    d, f0, G = files
+    from predictability import combine
+    expect = combine(f0, G, n_iter=2, n_basis=30).prediction
+    t, r, o = tmp_path / "t.csv", tmp_path / "r.csv", tmp_path / "o.csv"
+    ids = pd.Index([f"img{i}" for i in range(80)], name="image_id")
+    keys = pd.RangeIndex(100, 180, name="id")
+    extra, labels = [], None
+    if how == "index=False":
+        pd.Series(f0).to_csv(t, index=False); pd.DataFrame(G).to_csv(r, index=False)
+    elif how == "default":
+        pd.Series(f0).to_csv(t); pd.DataFrame(G).to_csv(r)
+    elif how == "named id":           # the shared key column aligns reference rows given in another order
+        pd.DataFrame({"score": f0}, index=keys).to_csv(t)
+        pd.DataFrame(G, columns=list("abc"), index=keys).iloc[::-1].to_csv(r)
+        labels = list(keys)
+    elif how == "string index":
+        pd.DataFrame({"score": f0}, index=ids).to_csv(t)
+        pd.DataFrame(G, columns=list("abc"), index=ids).sample(frac=1, random_state=1).to_csv(r)
+        labels = list(ids)
+    elif how == "decimal comma":      # a header-less one-column file: refused with the option, then read when told
+        pd.Series(f0).to_csv(t, index=False, header=False, decimal=",", sep=";")
+        pd.DataFrame(G).to_csv(r, index=False, header=False)
+        _one_error_line(_cli("combine", t, r, "-o", o, *FAST), "--decimal ,")
+        pd.DataFrame(G).to_csv(r, index=False, header=False, sep=";", decimal=",")
+        extra = ["--decimal", ","]
+    else:
+        pd.DataFrame({"score": f0}).to_csv(t, sep=";", decimal=",", index=False)
+        pd.DataFrame(G, columns=list("abc")).to_csv(r, sep=";", decimal=",", index=False)
+        _one_error_line(_cli("combine", t, r, "-o", o, *FAST), "--decimal ,")
+        extra = ["--decimal", ","]
+    res = _cli("combine", t, r, "-o", o, *FAST, *extra)
+    assert res.returncode == 0 and res.stderr == "" and res.stdout.count("\n") == 1, res
+    from predictability.fileio import read_predictors
+    out = read_predictors(o, decimal=extra[1] if extra else None, index_col=keys.name if how == "named id" else None)
+    assert out.values.shape == (80, 1)
+    np.testing.assert_allclose(out.values[:, 0], expect, rtol=0, atol=1e-12)
+    if labels is not None:
+        assert [str(v) for v in out.index] == [str(v) for v in labels]
+
+
+def test_cli_speaks_cli(tmp_path, files):
+    d, f0, G = files
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST)
+    assert r.returncode == 0 and r.stderr == "" and r.stdout.count("\n") == 1 and "chosen for" not in r.stdout, r
+    assert "changed 'score' by" in r.stdout and str(tmp_path / "o.csv") in r.stdout, r.stdout
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST, "--verbose")
+    assert r.returncode == 0 and r.stdout.count("\n") == 6 and "--n-iter 2 given" in r.stdout, r.stdout
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST, "--quiet")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r
+    np.save(tmp_path / "noise.npy", np.random.default_rng(3).normal(size=(80, 3)))
+    r = _cli("combine", d / "target.csv", tmp_path / "noise.npy", "-o", tmp_path / "u.csv")
+    assert r.returncode == 0 and "unchanged" in r.stdout, r
+    assert "--n-iter" in r.stderr and "res.choices" not in r.stderr and "`n_iter`" not in r.stderr, r.stderr
+    _one_error_line(_cli("combine", d / "target.csv", "-o", tmp_path / "x.csv"), "no references were given")
+    _one_error_line(_cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "a.csv", "-o", tmp_path / "b.csv"),
+                    "-o/--out given twice")
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", "-", *FAST)
+    assert r.returncode == 0 and "wrote standard output" in r.stderr, r
+    assert pd.read_csv(__import__("io").StringIO(r.stdout)).shape == (80, 1)
+    assert not any((tmp_path / f).exists() for f in ("x.csv", "a.csv", "b.csv", "-"))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_at_any_moment(tmp_path):
+    "SIGINT while the libraries load, while reading, while computing: one line, exit 130, the earlier OUT intact."
+    import signal
+    import time
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(3000, 5))
+    pd.DataFrame({"score": np.tanh(G[:, 0] * G[:, 1]) + G[:, 2] + 0.5 * rng.normal(size=3000)}).to_csv(
+        tmp_path / "t.csv", index=False)
+    pd.DataFrame(G).to_csv(tmp_path / "r.csv", index=False)
+    out = tmp_path / "o.csv"
+    for delay in (0.5, 1.0, 2.0, 3.5):    # Python's own start-up (site's .pth files) comes first and is not ours
+        out.write_text("an earlier result\n")
+        p = subprocess.Popen([sys.executable, "-m", "predictability.cli", "combine", tmp_path / "t.csv",
+                              tmp_path / "r.csv", "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)
+        if "wrote" in stdout:             # finished first: a complete new result (Python's own shutdown, after
+            assert p.returncode in (0, -signal.SIGINT), (delay, p.returncode, stderr)   # ours, may take the signal)
+            assert pd.read_csv(out).shape == (3000, 1)
+            continue
+        assert p.returncode == 130 and stderr.endswith("interrupted\n") and stderr.count("\n") == 1, (delay, p.returncode, stderr)
+        assert out.read_text() == "an earlier result\n"
+        assert [f.name for f in tmp_path.iterdir() if f.name.startswith(".")] == []     # no half-written file
