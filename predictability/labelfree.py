@@ -243,7 +243,7 @@ def _energy_at(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
 @dataclass
 class RelevanceTest:
     "The permutation test of `relevance_test`: is the target more predictable from its references than by chance?"
-    statistic: float              # log likelihood-ratio 2 log(L_GP / L_noise) of the target
+    statistic: float              # $2\log\mathrm{LR}=2\log(L_\mathrm{GP}/L_\mathrm{noise})$ of the target
     null: np.ndarray              # the same statistic for `n_perm` row permutations of the target
     p_value: float                # (1 + #{null >= statistic}) / (1 + n_perm)
 
