@@ -227,15 +227,16 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
             o = o[o >= h]
         o = o[~np.isin(o, copies)]
         reach = [weights[q, p] / weights[q].sum() for q in range(h) if weights[q].sum() > 0]
-        if p >= h and (p in copies or reach and max(reach) < MOVE_WEIGHT):
+        screen = p >= h and n_iter == "auto"           # a given n_iter iterates every column it can
+        if p in copies or screen and reach and max(reach) < MOVE_WEIGHT:
             out.append(LabelFreeChoice(np.nan, np.nan, 0, np.nan, np.nan, "a near-copy of a target column, not denoised"
                                        if p in copies else f"below {MOVE_WEIGHT:g} of every target column's "
                                        "kernel weights: its moves cannot matter, not denoised"))
             continue
         if p >= h and fit_rows and not weights[p].any():   # ARD's row of a reference, fitted only when it may move:
             test = relevance_test_widths(Hbar[:, p], _model_features(Hbar[:, _as_slice(o)]), idx, random_state=rng,
-                                         device=device)   # the guard first (ARD-free, so it needs no ARD row)
-            if test.p_value > 0.01:
+                                         device=device) if screen else None   # the guard first (ARD-free)
+            if test is not None and test.p_value > 0.01:
                 out.append(LabelFreeChoice(np.nan, np.nan, 0, test.p_value, test.statistic, f"p={test.p_value:.2g} > "
                                            "0.01: the other references predict it no better than chance, not denoised"))
                 continue
