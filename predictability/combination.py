@@ -24,7 +24,7 @@ from .core import (NormStats, as_predictors, check_bool, check_int, check_random
                                  normalize, one_blas_thread)
 from .kernels import _check_weights, _default_threads, _normalize_fast, _scaled_columns, gaussian_kernel
 from .kstats import _check_precision, kernel_stats
-from .labelfree import choose
+from .labelfree import LabelFreeChoice, choose, relevance_test_widths
 from .lpc import _check_collinear_normalized, lpc_iterate, lpc_step
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
@@ -179,26 +179,88 @@ def _auto_or(x, name, check):
 
 _FIXED = dict(noise=0.1, kernel_scale=1.0, n_iter=20)   # what "auto" means for LPC and OPC (no GP evidence there)
 
+MOVE_WEIGHT = 0.01   # a reference whose share of every target column's kernel weights is below this is not denoised
+
+def _near_copy(Hbar, p, o, h, choice_of, *, alpha=0.01):
+    """Is the reference of `o` most correlated with column `p` a near-copy of it (the paper's discussion: ARD then
+    picks it alone and the output is the input)? It is when the other references carry the column's signal (their
+    guard passes, `choice_of(rest)`) and what it leaves of the column, $1-r_j^2$, is indistinguishable from zero at the
+    precision of the column's noise share $\\hat\\nu_{-j}$ that their GP estimates: $1-r_j^2<3\\sqrt{2/N}\\,\\hat\\nu_{-j}$
+    (three standard errors of a variance share). Returns (j, `choice_of(rest)`) or (None, None)."""
+    n, refs = Hbar.shape[0], o[o >= h]
+    if len(refs) < 2:
+        return None, None
+    r = np.abs(Hbar[:, refs].T @ Hbar[:, p])           # correlations: the columns are unit-norm and centred
+    j, tol = refs[int(np.argmax(r))], 3 * np.sqrt(2 / n)
+    if 1 - r.max() ** 2 >= tol:                        # not even below the tolerance with nu = 1: no GP fit paid
+        return None, None
+    c, w = choice_of(o[o != j])
+    return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
+
 def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, device, precision="float64",
-             compare_weights=True):
+             compare_weights=True, fit_rows=False):
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
     target's own noise cannot make a clean reference look worth denoising. The relevance test sees the other columns
     without ARD weights: those are fitted with column p, and would favour its real pairing over the permutations
     (without ARD the features are the same, and the test reuses the width search's statistics). With
     `compare_weights`, a column whose GP explains it better with equal weights than with ARD's gets equal weights
-    (`LabelFreeChoice.equal_weights`; `combine` then sets its row of `weights`)."""
+    (`LabelFreeChoice.equal_weights`; its row of `weights` is set here). A target column's near-copy among the
+    references (`_near_copy`) is left out of its kernel (weight 0, ARD refitted on the rest), with a warning. A
+    reference whose share of every target column's weights is below `MOVE_WEIGHT` is not denoised: its moves change
+    the target's squared distances by at most that share (`weights` is updated in place). With
+    `fit_rows`, a reference's ARD row is fitted here, when it is to be denoised (`combine` fits the targets' rows)."""
     out = []
+    def choice(p, o, w):                               # column p on the references o with weights w (None: equal)
+        Ho = Hbar[:, _as_slice(o)]                     # a view when contiguous: no copy
+        X_test = _model_features(Ho) if ard else None   # the guard's: no ARD weights fitted on p
+        return choose(Hbar[:, p], _model_features(Ho, w), idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale,
+                      n_iter=n_iter, lam=lam, random_state=rng, device=device, precision=precision,
+                      compare_weights=compare_weights)
+    def without(p, rest):                              # ARD refitted without the copy (it took all the weight)
+        w = fit_ard_joint(Hbar[:, np.r_[p, rest]], rows=[0])[0, 1:] if compare_weights else weights[p, rest]
+        return choice(p, rest, w if w.sum() > 0 else None), w
+    copies = []                                        # near-copies of a target column: out of every kernel
     for p in cols:
         o = _others(p, Hbar.shape[1])
         if p >= h and Hbar.shape[1] - h >= 2:
             o = o[o >= h]
-        w = weights[p, o] if weights[p, o].sum() > 0 else None
-        Ho = Hbar[:, _as_slice(o)]                     # a view when contiguous: no copy
-        X1 = _model_features(Ho, w)
-        X_test = _model_features(Ho) if ard else None   # the guard's: no ARD weights fitted on p
-        out.append(choose(Hbar[:, p], X1, idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
-                          random_state=rng, device=device, precision=precision, compare_weights=compare_weights))
+        o = o[~np.isin(o, copies)]
+        reach = [weights[q, p] / weights[q].sum() for q in range(h) if weights[q].sum() > 0]
+        screen = p >= h and n_iter == "auto"           # a given n_iter iterates every column it can
+        if p in copies or screen and reach and max(reach) < MOVE_WEIGHT:
+            out.append(LabelFreeChoice(np.nan, np.nan, 0, np.nan, np.nan, "a near-copy of a target column, not denoised"
+                                       if p in copies else f"below {MOVE_WEIGHT:g} of every target column's "
+                                       "kernel weights: its moves cannot matter, not denoised"))
+            continue
+        if p >= h and fit_rows and not weights[p].any():   # ARD's row of a reference, fitted only when it may move:
+            test = relevance_test_widths(Hbar[:, p], _model_features(Hbar[:, _as_slice(o)]), idx, random_state=rng,
+                                         device=device) if screen else None   # the guard first (ARD-free)
+            if test is not None and test.p_value > 0.01:
+                out.append(LabelFreeChoice(np.nan, np.nan, 0, test.p_value, test.statistic, f"p={test.p_value:.2g} > "
+                                           "0.01: the other references predict it no better than chance, not denoised"))
+                continue
+            weights[p] = fit_ard_joint(Hbar, rows=[p])[p]
+        if p >= h:
+            weights[p, copies] = 0.0
+        j, cw = _near_copy(Hbar, p, o, h, lambda rest: without(p, rest)) if p < h else (None, None)
+        if j is None:
+            c = choice(p, o, weights[p, o] if weights[p, o].sum() > 0 else None)
+        else:
+            (c, w), o = cw, o[o != j]
+            weights[p] = 0.0
+            weights[p, o] = w
+            copies.append(j)
+            c.excluded = (int(j - h),)
+            rj = float(Hbar[:, j] @ Hbar[:, p])
+            c.reason = (f"reference {j - h} is a near-copy of this column (correlation {rj:.4f}: it leaves {1 - rj ** 2:.2g} "
+                        f"of it, below 3 sqrt(2/N) x the noise share {c.noise_share:.3g} that the other references' GP "
+                        "finds), so it is left out of its kernel; " + c.reason)
+            warnings.warn(f"reference {j - h} is a near-copy of target column {p} and is left out of its references "
+                          "(see `res.choices`): with it, the output would be the input.", stacklevel=3)
+        if c.equal_weights:                            # ARD's weights missed what equal weights see
+            weights[p, o] = 1.0 / len(o)
+        out.append(c)
     return out
 
 
@@ -473,24 +535,21 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         else:
             raise ValueError(f"`basis` must be 'even' or 'random'; got {basis!r}.")
         gp = method in ("npc", "npc-exact")
+        auto = gp and "auto" in (noise, kernel_scale, n_iter)
         given = not isinstance(ard, (bool, np.bool_))
         use_ard = gp and (given or bool(ard))
         if use_ard and given:                                       # precomputed weights, e.g. shared by `tune`
-            weights = _check_ard(ard, P)
-        elif use_ard:
-            weights = fit_ard_joint(np.c_[F2, Gr], rows=None if joint else range(h))   # Algorithm 1, line 2: once, from H^0
-                                                                   # (with fixed references only the targets' rows are used)
+            weights = _check_ard(ard, P).copy()   # a copy: the choices may change rows
+        elif use_ard:                                              # Algorithm 1, line 2: once, from H^0 (with fixed references,
+            weights = fit_ard_joint(np.c_[F2, Gr], rows=range(h) if auto or not joint else None)   # or label-free choices
+                                                                   # that fit a reference's row when it may move: the targets')
         else:
             weights = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(weights, 0.0)
         cols = list(range(P) if joint else range(h))
-        auto = gp and "auto" in (noise, kernel_scale, n_iter)
         if auto:                                                   # the label-free rules, column by column
             choices = _choices(Hbar, h, cols, weights, idx, ard=use_ard, noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam,
-                               rng=perm_rng, device=device, precision=precision, compare_weights=use_ard and not given)
-            for p, c in zip(cols, choices):
-                if c.equal_weights:                                # ARD's weights missed what equal weights see
-                    o = _others(p, P)
-                    weights[p, o] = 1.0 / len(o)
+                               rng=perm_rng, device=device, precision=precision, compare_weights=use_ard and not given, fit_rows=use_ard and not given)
+                                                                   # (it sets the rows of `weights` it changes)
             noise_p, scale_p, iters = ([getattr(c, k) for c in choices] for k in ("noise", "kernel_scale", "n_iter"))
             pre = {p: c.stats for p, c in zip(cols, choices) if p < h}   # the target columns' statistics, reused once
             seen = {p: c.history for p, c in zip(cols, choices) if p < h and c.history is not None}

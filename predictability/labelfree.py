@@ -6,7 +6,7 @@
 __all__ = ['NOISE_BOUNDS', 'WIDTH_BOUNDS', 'WIDTH_GRID', 'FIT_ROWS', 'WIDTH_TOL', 'SEARCH_BASIS', 'KAPPA', 'KAPPA_DECISIVE',
            'DECISIVE', 'SHARED_R2', 'CASE_GRID', 'NystromEvidence', 'nystrom_evidence', 'GPFit', 'fit_gp',
            'RelevanceTest', 'relevance_test', 'relevance_test_widths', 'stopping_iteration', 'mutual_r2',
-           'LabelFreeChoice', 'choose', 'make_cases', 'measure_case', 'run_cases']
+           'LabelFreeChoice', 'choose', 'peers', 'make_cases', 'measure_case', 'run_cases']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
 import itertools
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
+from scipy import optimize, stats
 
-from .core import check_scalar, normalize, one_blas_thread
+from .core import as_predictors, check_scalar, normalize, one_blas_thread, orient, standardize
 from .kernels import _chunks, _column_gram, _default_threads, _run_chunks, gaussian_kernel
 from .kstats import KernelStats, kernel_stats
 from .nystrom import basis_indices, npc_iterate
@@ -243,7 +243,7 @@ def _energy_at(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
 @dataclass
 class RelevanceTest:
     "The permutation test of `relevance_test`: is the target more predictable from its references than by chance?"
-    statistic: float              # log likelihood-ratio 2 log(L_GP / L_noise) of the target
+    statistic: float              # $2\log\mathrm{LR}=2\log(L_\mathrm{GP}/L_\mathrm{noise})$ of the target
     null: np.ndarray              # the same statistic for `n_perm` row permutations of the target
     p_value: float                # (1 + #{null >= statistic}) / (1 + n_perm)
 
@@ -319,14 +319,20 @@ SHARED_R2 = 0.5    # references whose median linear R^2 from each other reaches 
 
 def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
              ) -> float:
-    "The median over the columns of `X` of the linear $R^2$ of each from the others: $1-1/(C^{-1})_{jj}$, $C$ their correlations (0 for one column)."
+    """The median over the columns of `X` of the adjusted linear $R^2$ of each from the others (0 for one column):
+    $R^2_j=1-1/(C^{-1})_{jj}$ with $C$ their correlations, adjusted for its $k=R-1$ predictors,
+    $1-(1-R^2_j)\\frac{N-1}{N-k-1}$ (0 where $N\\le k+1$), and clipped at 0."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 2:
+        return 0.0
+    n, k = X.shape[0], X.shape[1] - 1
+    if n <= k + 1:                                   # as many predictors as rows: any column is fitted exactly
         return 0.0
     C = _column_gram(X - X.mean(axis=0))             # (N-1) x the covariance: syrk in row chunks (np.cov: one GEMM)
     d = np.sqrt(np.diag(C))
     C = C / np.outer(d, d)                           # the correlations
-    return float(np.clip(np.median(1.0 - 1.0 / np.diag(np.linalg.pinv(C, hermitian=True))), 0.0, 1.0))
+    resid = 1.0 / np.diag(np.linalg.pinv(C, hermitian=True))   # 1 - R^2_j
+    return float(np.clip(np.median(1.0 - resid * (n - 1) / (n - k - 1)), 0.0, 1.0))
 
 @dataclass
 class LabelFreeChoice:
@@ -340,6 +346,8 @@ class LabelFreeChoice:
     shared: float = 0.0           # median linear R^2 of the references from each other (`mutual_r2`): a shared-error risk
     fit_statistic: float = float("nan")  # 2 log LR of the fitted GP the step uses (its ARD features; not permutation-tested)
     equal_weights: bool = False   # the references' equal weights explained the column better than ARD's: the step uses them
+    noise_share: float = float("nan")  # the ML noise variance over the column's variance, $\sigma^2\mathbf y^\top(\tilde K+\sigma^2I)^{-1}\mathbf y/\mathbf y^\top\mathbf y$
+    excluded: tuple = ()          # references left out of this column's kernel as near-copies of it (`combine`; indices into `references`)
     stats: KernelStats | None = field(default=None, repr=False, compare=False)  # at the chosen width (combine reuses it, then drops it)
     history: np.ndarray | None = field(default=None, repr=False, compare=False)  # the iterates the stopping rule saw (likewise)
 
@@ -410,8 +418,26 @@ def choose(fbar,                  # (N,) unit-norm, centred column
         why += (f"; caution: the references predict each other (median R^2 {shared:.2f}), so an error they share with "
                 "this column cannot be told from signal and would be amplified; with a few labels, "
                 "predictability.experiments.pays.expected_gain measures whether it pays")
+    ev = fit.evidence                                  # y'(K + s2 I)^-1 y s2 / y'y = 1 - y'm / y'y, m the GP mean
+    share = float(1.0 - (ev.c[:, 0] ** 2 / (ev.d + fit.noise)).sum() / ev.yy[0])
     return LabelFreeChoice(fit.noise, fit.kernel_scale, t, test.p_value, test.statistic, why, shared, float(lr_step),
-                           bool(equal), fit.evidence.stats, H)
+                           bool(equal), share, (), fit.evidence.stats, H)
+
+# %% ../nbs/07a_labelfree.ipynb #234924d1
+def peers(target,             # (N,) the target predictor
+          references,         # (N, R) the references
+          *,
+          alpha: float = 0.01,  # level of the test "correlated with the target" (Bonferroni over the R references)
+         ) -> tuple:          # (average, first principal component), each (N,) z-scores oriented with the target
+    "The plain average of the sign-aligned z-scores of the target and the references correlated with it, and the first principal component of the same z-scores."
+    Z = standardize(np.c_[as_predictors(target, "target", ndim=(1,)), as_predictors(references, "references", ndim=(2,))],
+                    "references")
+    n, R = Z.shape[0], Z.shape[1] - 1
+    r = np.clip(Z[:, 1:].T @ Z[:, 0] / n, -1 + 1e-12, 1 - 1e-12)
+    keep = np.sqrt(max(n - 3, 1)) * np.abs(np.arctanh(r)) > stats.norm.isf(alpha / (2 * R))   # Fisher z, Bonferroni
+    A = np.c_[Z[:, 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+    _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their correlation matrix
+    return A.mean(axis=1), orient(A @ V[:, -1], Z[:, 0])
 
 # %% ../nbs/07a_labelfree.ipynb #be867075
 def make_cases(seed: int,     # the cases' random seed
