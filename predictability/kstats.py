@@ -61,7 +61,7 @@ def whiten(KBB: np.ndarray,  # ($N'$, $N'$) symmetric PSD kernel matrix of the b
     return Whitening(piv[:r] - 1, np.tril(c[:r, :r]), KBB.shape[0])
 
 # %% ../nbs/04a_kernel_stats.ipynb #baac2fc5
-_SMALL_FLOPS = 2e8   # below, one thread: at N = 2,000, N' = 200 (1.4e8 flops) two threads gained nothing; at 2.4e8, 8.3 -> 6.2 ms
+_SMALL_FLOPS = 2e8   # flops of the pass below which one thread does it: a few ms of work, where starting workers costs as much as they save
 
 def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     "(K, M, K^T F) with K (N, N') stored, by the fused blocked pass."
