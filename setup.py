@@ -10,7 +10,7 @@ cfg = config["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
-cuda_requirements = ["numba-cuda>=0.20"]
+cuda_requirements = ["numba-cuda>=0.20"]   # a real GPU only: the CUDA simulator tests (tests/test_cuda_sim.py) need numba alone
 demo_requirements = ["river>=0.21", "pyarrow"]
 
 readme = Path(__file__).parent / "README.md"
