@@ -89,16 +89,19 @@ class _Chromium:
     and waits, in real time, until a JavaScript condition holds; nothing depends on how fast the machine is."""
     def __init__(self, exe, width=1280, height=1000):
         self.profile = tempfile.TemporaryDirectory(prefix='chromium-')
+        import fcntl
         to_child, self._out = os.pipe()     # we write commands, Chromium reads them on its fd 3
         self._in, from_child = os.pipe()    # Chromium writes replies on its fd 4, we read them
-        def fds():                          # in the child: the two pipe ends as fds 3 and 4, kept across exec
-            a, b = os.dup(to_child), os.dup(from_child)     # above 4, so that neither dup2 clobbers the other
-            os.dup2(a, 3); os.dup2(b, 4)
-            os.set_inheritable(3, True); os.set_inheritable(4, True)
-        self.proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f'--window-size={width},{height}',
+        # the child's ends moved above 9, so that `3<&a 4>&b` never overwrites one with the other; bash (dash takes
+        # one-digit fds only) puts them on fds 3 and 4 and execs Chromium (no preexec_fn: pages load in threads)
+        ends = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (to_child, from_child)]
+        os.close(to_child); os.close(from_child)
+        to_child, from_child = ends
+        self.proc = subprocess.Popen([shutil.which('bash') or '/bin/bash', '-c', f'exec "$0" "$@" 3<&{to_child} 4>&{from_child}', exe,
+                                      *CHROMIUM_FLAGS, f'--window-size={width},{height}',
                                       f'--user-data-dir={self.profile.name}', '--remote-debugging-pipe', 'about:blank'],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     close_fds=False, preexec_fn=fds)
+                                     pass_fds=(to_child, from_child))
         os.close(to_child); os.close(from_child)
         self._buf, self._id, self.size = b'', 0, (width, height)
 
