@@ -10,7 +10,7 @@ cfg = config["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
-cuda_requirements = ["numba-cuda>=0.20", "numpy<2.5"]   # numba-cuda 0.30.4 registers np.row_stack, removed in NumPy 2.5
+cuda_requirements = ["numba-cuda>=0.20", "numpy<2.5"]   # a real GPU only (the simulator tests need numba alone); numba-cuda 0.30.4 registers np.row_stack, removed in NumPy 2.5
 demo_requirements = ["river>=0.21", "pyarrow"]
 
 readme = Path(__file__).parent / "README.md"

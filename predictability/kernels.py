@@ -34,12 +34,21 @@ def _check_threads(n_threads) -> int:
         raise ValueError(f"`n_threads` must be a positive integer or None; got {n_threads!r}.")
     return int(n_threads)
 
-def _chunks(N: int, block_rows: int, n_threads: int):
-    "Contiguous row ranges, whole blocks each, one per worker."
-    n_blocks = -(-N // block_rows)
-    T = min(n_threads, n_blocks)
-    cuts = [round(t * n_blocks / T) * block_rows for t in range(T + 1)]
-    return [(lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:])]
+_PARTS = 16   # row ranges per pass: a fixed partition, so that every sum over them is added in one order
+
+class _Chunks(list):
+    "Row ranges (lo, hi), and `threads`, the number of workers that run them."
+    threads = 1
+
+def _chunks(N: int, block_rows: int, n_threads: int) -> _Chunks:
+    """At most `_PARTS` contiguous row ranges of whole blocks, fixed by N and `block_rows` alone; `n_threads` only
+    says how many workers take them (in any order), so a sum over the ranges never depends on it."""
+    n_blocks = max(1, -(-N // block_rows))
+    P = min(_PARTS, n_blocks)
+    cuts = [round(t * n_blocks / P) * block_rows for t in range(P + 1)]
+    out = _Chunks((lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:]))
+    out.threads = max(1, min(int(n_threads), P))
+    return out
 
 _POOLS: dict = {}                # (process id, workers) -> a persistent pool; a forked child makes its own
 _WORKER = threading.local()      # set in the pools' threads
@@ -53,14 +62,20 @@ def _pool(n: int) -> ThreadPoolExecutor:
                                                        initializer=lambda: setattr(_WORKER, "on", True)))
     return ex
 
-def _run_chunks(work, chunks, blas: bool = True):
-    """Run `work(lo, hi)` for every chunk, in worker threads when there are several; results in chunk order.
-    `blas`: `work` calls BLAS, which is then held at one thread (pure Numba work skips that switch). A call from
-    inside a worker runs its chunks in that thread: a pool waiting on itself would deadlock."""
+def _iter_chunks(work, chunks: _Chunks, blas: bool = True):
+    """Yield `work(lo, hi)` for every chunk, in chunk order, computed by `chunks.threads` workers. A consumer that adds
+    the results as they come holds few of them at once. `blas`: `work` calls BLAS, which is then held at one thread
+    (pure Numba work skips that switch). A call from inside a worker runs its chunks in that thread: a pool waiting on
+    itself would deadlock."""
     with one_blas_thread() if blas else contextlib.nullcontext():
-        if len(chunks) == 1 or getattr(_WORKER, "on", False):
-            return [work(*c) for c in chunks]
-        return list(_pool(len(chunks)).map(lambda c: work(*c), chunks))
+        if chunks.threads == 1 or getattr(_WORKER, "on", False):
+            yield from (work(*c) for c in chunks)
+        else:
+            yield from _pool(chunks.threads).map(lambda c: work(*c), chunks)
+
+def _run_chunks(work, chunks: _Chunks, blas: bool = True) -> list:
+    "`_iter_chunks` as a list: the results in chunk order."
+    return list(_iter_chunks(work, chunks, blas))
 
 # %% ../nbs/03_kernels.ipynb #f522f507
 _SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
@@ -103,7 +118,7 @@ def _affine_rows(x, inv, mean, c, out, lo, hi):
             out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j]
 
 def _row_chunks(x):
-    "Whole `_SUM_BLOCK`-row chunks, one per worker thread (one for small inputs): the sums do not depend on them."
+    "Whole `_SUM_BLOCK`-row chunks, run by the worker threads (by one for small inputs)."
     return _chunks(x.shape[0], _SUM_BLOCK, _default_threads() if x.size >= _PAR_MIN else 1)
 
 def _scaled_columns(x, c):
@@ -113,10 +128,13 @@ def _scaled_columns(x, c):
     return out
 
 def _column_gram(x):
-    """x^T x (K, K) for a float64 (N, K) `x`: NumPy's syrk over row chunks in worker threads, added in chunk order
-    (the round-off depends on the number of threads)."""
-    parts = _run_chunks(lambda lo, hi: x[lo:hi].T @ x[lo:hi], _row_chunks(x))
-    return sum(parts[1:], parts[0])
+    """x^T x (K, K) for a float64 (N, K) `x`: NumPy's syrk over the fixed row chunks in worker threads, added in chunk
+    order (so the same bits for any number of threads)."""
+    parts = _iter_chunks(lambda lo, hi: x[lo:hi].T @ x[lo:hi], _row_chunks(x))
+    out = next(parts)
+    for p in parts:
+        out += p
+    return out
 
 def _column_moments(x):
     """Three reads of `x` (N, K), row chunks in threads: range and finiteness; the mean of x / s; the centred norm.
@@ -466,9 +484,11 @@ def _prepare(X, B, f32):
     return np.ascontiguousarray(X), B, np.ascontiguousarray(B.T), xx, bb   # C order: matmul's BLAS path
 
 def _sum_chunks(parts):
-    "Add the per-chunk (M, K^T F) in chunk order, then mirror M's upper triangle: exactly symmetric, deterministic."
-    M, KF = parts[0]
-    for Mp, KFp in parts[1:]:
+    """Add the per-chunk (M, K^T F) in chunk order as they come (an iterable: `_iter_chunks`), then mirror M's upper
+    triangle: exactly symmetric, and the same bits for any number of threads (the chunks are fixed)."""
+    parts = iter(parts)
+    M, KF = next(parts)
+    for Mp, KFp in parts:
         M += Mp
         KF += KFp
     M = np.triu(M)
@@ -501,7 +521,7 @@ def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
     F[:, -1] = 1.0
     Xc, Bc, BT, xx, bb = _prepare(X, B, f32)
     direct = (not f32) and D <= _DIRECT_MAX_D
-    parts = _run_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, f32, direct), chunks)
+    parts = _iter_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, f32, direct), chunks)
     M, KF = _sum_chunks(parts)
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])

@@ -14,7 +14,7 @@ from scipy.linalg import lapack
 
 from .core import check_scalar, one_blas_thread
 from .kernels import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _check_threads, _check_values, _sum_chunks,
-                                    _chunks, _gram_chunk, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
+                                    _chunks, _gram_chunk, _iter_chunks, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
                                     gram_stats_reference, kernel_matvec)
 
 # %% ../nbs/04a_kernel_stats.ipynb #1eef7217
@@ -61,7 +61,7 @@ def whiten(KBB: np.ndarray,  # ($N'$, $N'$) symmetric PSD kernel matrix of the b
     return Whitening(piv[:r] - 1, np.tril(c[:r, :r]), KBB.shape[0])
 
 # %% ../nbs/04a_kernel_stats.ipynb #baac2fc5
-_SMALL_FLOPS = 2e8   # below, one thread: at N = 2,000, N' = 200 (1.4e8 flops) two threads gained nothing; at 2.4e8, 8.3 -> 6.2 ms
+_SMALL_FLOPS = 2e8   # flops of the pass below which one thread does it: a few ms of work, where starting workers costs as much as they save
 
 def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     "(K, M, K^T F) with K (N, N') stored, by the fused blocked pass."
@@ -74,7 +74,7 @@ def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     K = np.empty((N, n))
     Xc, Bc, BT, xx, bb = _prepare(X, B, False)
     direct = D <= _DIRECT_MAX_D
-    parts = _run_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, False, direct, K), chunks)
+    parts = _iter_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, False, direct, K), chunks)
     M, KF = _sum_chunks(parts)
     return K, np.ascontiguousarray(M), np.ascontiguousarray(KF)
 
@@ -151,7 +151,7 @@ def _kernel_stats32(X, B, f, F, max_kernel_mb, rtol, block_rows=None, n_threads=
     chunks = _chunks(N, block_rows, _check_threads(n_threads))
     Xc, Bc, BT, xx, bb = _prepare(X, B, True)
     Fc = np.ascontiguousarray(F, dtype=np.float32 if prod32 else np.float64)
-    parts = _run_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, Fc, lo, hi, block_rows, True, False, K, prod32),
+    parts = _iter_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, Fc, lo, hi, block_rows, True, False, K, prod32),
                         chunks)
     M, KF = _sum_chunks(parts)
     kf = None if f is None else (KF[:, :-1].copy() if f.ndim == 2 else KF[:, 0].copy())

@@ -31,16 +31,16 @@ def basis_indices(n: int, # N, the number of points
 
 # %% ../nbs/05_nystrom.ipynb #2b834514
 def _t_half(VtV: np.ndarray, noise: float):
-    "$\\Phi = A^{-1}L_2$, $L_2=\\operatorname{chol}(A+\\sigma^2I)$, $A = V^\\top V+\\sigma^2I$, so $\\Phi\\Phi^\\top = A^{-1}(A+\\sigma^2I)A^{-1}$; returns $(\\Phi, L_2)$."
+    "$\\Phi = \\Gamma^{-1}L_2$, $L_2=\\operatorname{chol}(\\Gamma+\\sigma^2I)$, $\\Gamma = V^\\top V+\\sigma^2I$, so $\\Phi\\Phi^\\top = \\Gamma^{-1}(\\Gamma+\\sigma^2I)\\Gamma^{-1}$; returns $(\\Phi, L_2)$."
     r = VtV.shape[0]
-    A = VtV + noise * np.eye(r)
+    Gam = VtV + noise * np.eye(r)
     try:
-        LA = linalg.cholesky(A, lower=True, check_finite=False)
-        L2 = linalg.cholesky(A + noise * np.eye(r), lower=True, check_finite=False)
+        LG = linalg.cholesky(Gam, lower=True, check_finite=False)
+        L2 = linalg.cholesky(Gam + noise * np.eye(r), lower=True, check_finite=False)
     except linalg.LinAlgError:
         raise FloatingPointError(f"V^T V + noise*I is not positive definite (noise={noise:.3g}): the kernel statistics "
                                  "are not those of a kernel (NaN or a non-PSD K^T K).") from None
-    return linalg.cho_solve((LA, True), L2, check_finite=False), L2
+    return linalg.cho_solve((LG, True), L2, check_finite=False), L2
 
 def _reduced(stats: KernelStats, noise: float):
     "$(\\Phi,\\ G=\\Phi^\\top V^\\top C_NV\\Phi)$ for one $\\sigma^2$, computed once and cached on `stats`."
@@ -56,7 +56,7 @@ def _reduced(stats: KernelStats, noise: float):
         VtV, g = stats.cache["VtV"]
         Phi, L2 = _t_half(VtV, noise)                                         # T^(1/2) = Psi Phi   (e:qprime2)
         h = Phi.T @ g / np.sqrt(stats.n)
-        # Phi^T V^T V Phi = Phi^T (A - s^2 I) Phi = L2^T Phi - s^2 Phi^T Phi  (Phi^T A Phi = L2^T A^-1 L2 = L2^T Phi)
+        # Phi^T V^T V Phi = Phi^T (Gam - s^2 I) Phi = L2^T Phi - s^2 Phi^T Phi  (Phi^T Gam Phi = L2^T Gam^-1 L2 = L2^T Phi)
         G = _blas.dtrmm(1.0, L2, Phi, lower=1, trans_a=1) - noise * _blas.dsyrk(1.0, Phi, trans=1, lower=0)
         G = np.triu(G) + np.triu(G, 1).T - np.outer(h, h)                     # Phi^T V^T C_N V Phi
         stats.cache[key] = (Phi, 0.5 * (G + G.T))
@@ -182,7 +182,7 @@ def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm 
     return orient(f / np.linalg.norm(f), fbar_t)
 
 # %% ../nbs/05_nystrom.ipynb #c8f3d5b2
-ARROW_MIN_ITER = 4   # iterations from which npc_iterate diagonalises lambda_J G once (one full eigh ~ 3.5 syevr subsets)
+ARROW_MIN_ITER = 4   # iterations from which npc_iterate diagonalises lambda_J G once (one full eigh costs about 3.5 syevr subset calls)
 
 class _Arrowhead:
     "Top eigenpairs of $[[1, \\mathbf b^\\top], [\\mathbf b, \\lambda_J G]]$ for many $\\mathbf b$ and one $G$, by the secular equation."

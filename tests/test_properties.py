@@ -94,3 +94,50 @@ def test_duplicated_rows_do_not_break_the_nystrom_step():
     f = np.logical_xor(G[:, 0], G[:, 1]) + rng.normal(size=150)
     res = combine(f, G, n_iter=5, n_basis=300, joint=False, ard=False)
     assert np.isfinite(res.prediction).all()
+
+
+# Results must not depend on the number of CPUs (issue 18): the same run in a child process pinned to one CPU, in
+# this process (every CPU it may use), and here again with four worker threads, must agree to the last bit. The
+# case is one where the kernel pass runs in several threads (N N'(2D + N') above kstats._SMALL_FLOPS), and whose
+# predictions moved by 1e-6 of their std between one and two CPUs when the chunks followed the thread count.
+_CPU_CASE = """
+import sys, warnings
+import numpy as np
+from predictability import combine
+rng = np.random.default_rng(2)
+Z = rng.normal(size=(4000, 8))
+W = rng.normal(size=(8, 6)) * (rng.uniform(size=(8, 6)) < 0.4)
+H = np.tanh(Z @ W) + 0.1 * Z[:, :1] ** 2 + 0.5 * rng.normal(size=(4000, 6))
+out = []
+for kw in (dict(ard=True), dict(ard=True, joint=False), dict(ard=False)):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out.append(combine(H[:, 0], H[:, 1:], n_iter=3, noise=0.1, kernel_scale=1.0, progress=False, **kw).prediction)
+np.save(sys.argv[1], np.array(out))
+"""
+
+
+def _run_case(path, cpus=None):
+    import os
+    import subprocess
+    import sys
+    pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+    r = subprocess.run([sys.executable, '-c', _CPU_CASE, str(path)], preexec_fn=pin, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return np.load(path)
+
+
+@pytest.mark.skipif(not hasattr(__import__('os'), 'sched_setaffinity'), reason='needs os.sched_setaffinity (Linux)')
+def test_results_do_not_depend_on_the_number_of_cpus(tmp_path, monkeypatch):
+    import os
+    from predictability import combination, kernels, labelfree
+    cpus = sorted(os.sched_getaffinity(0))
+    one = _run_case(tmp_path / 'one.npy', {cpus[0]})
+    default = _run_case(tmp_path / 'all.npy')
+    np.testing.assert_array_equal(one, default)   # ARD joint, ARD target-only, no ARD: bit for bit
+    for mod in (kernels, combination, labelfree):  # four worker threads, whatever the machine has
+        monkeypatch.setattr(mod, '_default_threads', lambda: 4)
+    ns = {}
+    exec(compile(_CPU_CASE.replace('np.save(sys.argv[1], np.array(out))', ''), '<case>', 'exec'), ns)
+    np.testing.assert_array_equal(np.array(ns['out']), one)

@@ -133,10 +133,9 @@ def _md_cell(text):
 def _clean_markdown_output(text):
     "show_doc markdown: drop the leading `---` (docutils rejects a transition at the start of a document)"
     text = re.sub(r'^\s*---\s*\n', '', text, count=1)
-    # nbdev's source link carries Quarto attributes (target, style) that MyST's attrs_inline ignores with a
-    # warning; render it as nbdev does: a small link floated to the right of the heading
-    text = re.sub(r'\[source\]\(([^)\s]*)\)\{[^}\n]*\}',
-                  r'<a class="nbdev-source" href="\1" style="float:right; font-size:smaller">source</a>', text)
+    # nbdev's "source" link points at settings.ini's git_url, which is not a public repository, with a line number
+    # nbdev cannot find for every object (`#LNone`): the pages carry no source links
+    text = re.sub(r'\[source\]\([^)\s]*\)(?:\{[^}\n]*\})?[ \t]*\n?', '', text)
     # empty lines nbdev leaves inside the signature block
     text = re.sub(r'```python\n\s*\n', '```python\n', text)
     text = re.sub(r'(?:\n[ \t]*)+\n```(?=\n|$)', '\n```', text)
