@@ -407,6 +407,8 @@ def _run_command(command: str, func, args) -> int:
             except Exception as e:                   # numba/CUDA, LinAlgError, ...: one line, never a traceback
                 code, last = 2, f"error: {_one_line(e)}"
     finally:
+        if sys.stderr is not stderr:
+            sys.stderr.finish()
         sys.stderr = stderr
     for msg in dict.fromkeys(_one_line(str(w.message)) for w in caught):
         if not quiet:
@@ -417,30 +419,32 @@ def _run_command(command: str, func, args) -> int:
 
 # %% ../nbs/13_cli.ipynb #a217b844
 class _PlainProgress:
-    "A stderr for logs: progress bars (written with \\r and cursor moves) become plain lines, one every `every` seconds and each bar's last state."
+    "A stderr for logs: progress bars (drawn with \\r and cursor moves) become plain lines, at most one every `every` seconds, and a bar's latest state before any other message and at the end (`finish`)."
     def __init__(self, stream, every: float = 10.0):
         self.stream, self.every, self.last, self.pending, self.after_bar = stream, every, -math.inf, None, False
 
     def _emit(self):
-        self.stream.write(self.pending + "\n")
-        self.pending, self.last = None, time.monotonic()
+        if self.pending:
+            self.stream.write(self.pending + "\n")
+            self.pending, self.last = None, time.monotonic()
 
     def write(self, s: str) -> int:
-        if "\r" in s or "\x1b" in s:                  # a bar being drawn
+        if "\r" in s or "\x1b" in s:                  # a bar drawn, or the cursor moved back between nested bars
             bars = [b.strip() for b in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", s).split("\r") if b.strip()]
-            if bars:
-                self.pending = bars[-1]
-                if time.monotonic() - self.last >= self.every:
-                    self._emit()
+            self.pending = bars[-1] if bars else self.pending
+            if time.monotonic() - self.last >= self.every:
+                self._emit()
             self.after_bar = True
             return len(s)
-        if self.after_bar and s == "\n":             # a bar left on screen: its last state
-            self.after_bar = False
-            if self.pending:
-                self._emit()
+        if self.after_bar and not s.strip("\n"):     # a bar's newlines: left on screen, or a move to a nested bar
             return len(s)
         self.after_bar = False
-        return self.stream.write(s)                  # an ordinary message
+        self._emit()                                 # the bars' latest state, then the message
+        return self.stream.write(s)
+
+    def finish(self):
+        "Write the latest bar state still held back."
+        self._emit()
 
     def flush(self):
         self.stream.flush()

@@ -295,7 +295,8 @@ def _check_range(F2):
     s = np.where(s > 0, s, 1.0)
     st = NormStats.of(F2 / s)                       # in [-1, 1]: no overflow
     bound = np.abs(st.mean) + st.std * np.sqrt(F2.shape[0])
-    j = np.flatnonzero(bound > np.finfo(np.float64).max / s)
+    with np.errstate(over="ignore"):             # max / s is inf for a small s: no column can overflow then
+        j = np.flatnonzero(bound > np.finfo(np.float64).max / s)
     if j.size:
         raise ValueError(f"`target` column {int(j[0])} reaches {s[j[0]]:.3g} in magnitude: a combined value (its mean "
                          "plus up to sqrt(N) standard deviations) could exceed the largest float64, 1.8e308. "
