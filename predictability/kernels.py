@@ -33,8 +33,8 @@ def _check_threads(n_threads) -> int:
         raise ValueError(f"`n_threads` must be a positive integer or None; got {n_threads!r}.")
     return int(n_threads)
 
+# %% ../nbs/03_kernels.ipynb #38eaadda
 _PARTS = 16   # row ranges per pass: a fixed partition, so that every sum over them is added in one order
-
 class _Chunks(list):
     "Row ranges (lo, hi), and `threads`, the number of workers that run them."
     threads = 1
@@ -49,9 +49,9 @@ def _chunks(N: int, block_rows: int, n_threads: int) -> _Chunks:
     out.threads = max(1, min(int(n_threads), P))
     return out
 
+# %% ../nbs/03_kernels.ipynb #32356896
 _POOLS: dict = {}                # (process id, workers) -> a persistent pool; a forked child makes its own
 _WORKER = threading.local()      # set in the pools' threads
-
 def _pool(n: int) -> ThreadPoolExecutor:
     "The persistent pool of `n` worker threads of this process (threads started once, not once per pass)."
     key = (os.getpid(), n)
@@ -61,6 +61,7 @@ def _pool(n: int) -> ThreadPoolExecutor:
                                                        initializer=lambda: setattr(_WORKER, "on", True)))
     return ex
 
+# %% ../nbs/03_kernels.ipynb #ba957a8b
 def _iter_chunks(work, chunks: _Chunks, blas: bool = True):
     """Yield `work(lo, hi)` for every chunk, in chunk order, computed by `chunks.threads` workers. A consumer that adds
     the results as they come holds few of them at once. `blas`: `work` calls BLAS, which is then held at one thread
@@ -79,7 +80,6 @@ def _run_chunks(work, chunks: _Chunks, blas: bool = True) -> list:
 # %% ../nbs/03_kernels.ipynb #f522f507
 _SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
 _PAR_MIN = 1 << 18  # entries below which one thread does the passes (starting threads costs more)
-
 @jit
 def _range_rows(x, lo, hi):
     "Per column over rows lo:hi: [max, min, NaN-accumulator (NaN once any entry is NaN or infinite)]."
@@ -96,6 +96,7 @@ def _range_rows(x, lo, hi):
             out[2, j] += v * 0.0
     return out
 
+# %% ../nbs/03_kernels.ipynb #9760c42a
 @jit
 def _block_sums(x, inv, shift, square, lo, hi, out):
     "out[b, j] = sum over the rows of block b (of `_SUM_BLOCK`, within lo:hi) of (x[i, j] * inv[j] - shift[j]) (squared)."
@@ -108,6 +109,7 @@ def _block_sums(x, inv, shift, square, lo, hi, out):
                 d = x[i, j] * inv[j] - shift[j]
                 out[b, j] += d * d if square else d
 
+# %% ../nbs/03_kernels.ipynb #699714e4
 @jit
 def _affine_rows(x, inv, mean, c, out, lo, hi):
     "out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j] for rows lo:hi, one pass."
@@ -120,6 +122,7 @@ def _row_chunks(x):
     "Whole `_SUM_BLOCK`-row chunks, run by the worker threads (by one for small inputs)."
     return _chunks(x.shape[0], _SUM_BLOCK, _default_threads() if x.size >= _PAR_MIN else 1)
 
+# %% ../nbs/03_kernels.ipynb #094eedec
 def _scaled_columns(x, c):
     "x diag(c) for a float64 (N, K) `x` (a view is read in place) and (K,) `c`: one pass, row chunks in threads."
     out, k = np.empty(x.shape), x.shape[1]
@@ -135,6 +138,7 @@ def _column_gram(x):
         out += p
     return out
 
+# %% ../nbs/03_kernels.ipynb #dcaa5a3e
 def _column_moments(x):
     """Three reads of `x` (N, K), row chunks in threads: range and finiteness; the mean of x / s; the centred norm.
 
@@ -156,6 +160,7 @@ def _column_moments(x):
     _run_chunks(lambda lo, hi: _block_sums(x, inv, mean, True, lo, hi, sums), chunks, blas=False)
     return inv, mean, np.sqrt(sums.sum(axis=0)), bad
 
+# %% ../nbs/03_kernels.ipynb #11f08207
 def _scaled_normal(x: np.ndarray, name: str, c) -> np.ndarray:
     """`core.normalize(x, name) * c` for a float64 array `x` (N,) or (N, K), in four passes over `x` (NumPy's takes
     about fifteen, each with a temporary). Non-finite, constant or subnormal columns go to `as_predictors` and
@@ -169,10 +174,10 @@ def _scaled_normal(x: np.ndarray, name: str, c) -> np.ndarray:
     _run_chunks(lambda lo, hi: _affine_rows(x2, inv, mean, cn, out, lo, hi), _row_chunks(x2), blas=False)
     return out.reshape(x.shape)
 
+# %% ../nbs/03_kernels.ipynb #521c1576
 def _normalize_fast(x: np.ndarray, name: str = "x") -> np.ndarray:
     "$\\overline{\\mathbf x}$ (e:normalization) as `core.normalize`, to round-off, at a quarter of its memory traffic."
     return _scaled_normal(x, name, 1.0)
-
 
 # %% ../nbs/03_kernels.ipynb #20880367
 def _check_weights(weights, R: int) -> np.ndarray:
@@ -190,6 +195,7 @@ def _check_weights(weights, R: int) -> np.ndarray:
         raise ValueError("`weights` sums to 0; at least one reference needs a positive weight.")
     return w / total
 
+# %% ../nbs/03_kernels.ipynb #d2206aec
 def kernel_features(G, # the references, (N, R) or (N,): array, Series or DataFrame
                     weights=None, # relevance weights $w_r\ge0$, (R,), renormalised to sum 1 (None: $1/R$ each)
                     kernel_scale=1.0, # the kernel width $\sigma_k^2$ (> 0)
@@ -222,6 +228,7 @@ def _check_pair(X, B, names=("X", "B")):
 def _sqnorms(X: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
+# %% ../nbs/03_kernels.ipynb #9886c34d
 def gaussian_kernel(X, # (N, D) pre-scaled features (`kernel_features`)
                     Y, # (M, D) features of the same map
                    ) -> np.ndarray: # $K$, (N, M)
@@ -249,6 +256,7 @@ def gram_stats_reference(X, # (N, D) pre-scaled features
     K = gaussian_kernel(X, B)
     return K.T @ K, K.T @ f, K.sum(axis=0)
 
+# %% ../nbs/03_kernels.ipynb #ca7dcc0a
 def kernel_matvec_reference(X, # (N, D) pre-scaled features
                             B, # ($N'$, D) basis features
                             u, # ($N'$,) or ($N'$, H) coefficients
@@ -270,6 +278,7 @@ def _fmuladd(typingctx, a, b, c):
         return builder.call(fn, args)
     return a(a, b, c), codegen
 
+# %% ../nbs/03_kernels.ipynb #f7cd99bf
 @intrinsic
 def _float_bits(typingctx, x):
     "Reinterpret a float64 (float32) as int64 (int32)."
@@ -280,6 +289,7 @@ def _float_bits(typingctx, x):
         return builder.bitcast(args[0], context.get_value_type(sig.return_type))
     return ret(x), codegen
 
+# %% ../nbs/03_kernels.ipynb #131e2f1d
 @intrinsic
 def _bits_float(typingctx, i):
     "Reinterpret an int64 (int32) as float64 (float32)."
@@ -294,12 +304,19 @@ def _bits_float(typingctx, i):
 _EXP_JIT = {**JIT_OPTIONS, "fastmath": False}   # the range reduction needs IEEE rounding
 
 _LOG2E = 1.4426950408889634
+
 _MAGIC = 6755399441055744.0                  # 1.5 * 2**52
+
 _MAGIC_BITS = 0x4338000000000000             # bits of 1.5 * 2**52
+
 _LN2_HI = 6.93147180369123816490e-01         # fdlibm: ln2 = _LN2_HI + _LN2_LO, _LN2_HI has 32 significant bits
+
 _LN2_LO = 1.90821492927058770002e-10
+
 _C = [1.0 / math.factorial(m) for m in range(14)]
+
 _C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13 = _C
+
 _EXP_MIN = -708.7                            # below: k < -1022, result flushed to 0
 
 @jit(inline="always", **_EXP_JIT)
@@ -331,14 +348,23 @@ def _exp_neg(x):
     v = p * scale
     return v if x >= _EXP_MIN else 0.0
 
+# %% ../nbs/03_kernels.ipynb #bdae98b6
 _F32 = np.float32
+
 _LOG2E_F = _F32(_LOG2E)
+
 _MAGIC_F = _F32(12582912.0)                  # 1.5 * 2**23
+
 _MAGIC_BITS_F = 0x4B400000
+
 _LN2_HI_F = _F32(0.693359375)                # Cephes: 9 significant bits, so k*_LN2_HI_F is exact
+
 _LN2_LO_F = _F32(-2.12194440e-4)
+
 _D0, _D1, _D2, _D3, _D4, _D5, _D6, _D7 = (_F32(1.0 / math.factorial(m)) for m in range(8))
+
 _EXP_MIN_F = _F32(-87.6)                     # below: k < -126
+
 _ZERO_F = _F32(0.0)
 
 @jit(inline="always", **_EXP_JIT)
@@ -356,6 +382,7 @@ def _exp_neg32(x):
     v = p * scale
     return v if x >= _EXP_MIN_F else _ZERO_F
 
+# %% ../nbs/03_kernels.ipynb #0930ce72
 @jit(**_EXP_JIT)
 def _exp_neg_array(x, out):
     "out[i] = `_exp_neg`(x[i]) over 1-D float64 arrays (for tests and timing)."
@@ -383,6 +410,7 @@ def _gauss_rows(A, xx, bb):
             d = d if d > 0.0 else 0.0
             A[i, j] = _exp_neg(-d)
 
+# %% ../nbs/03_kernels.ipynb #1aff0bbf
 @jit(**_EXP_JIT)
 def _gauss_rows32(A, xx, bb, out):
     """float32 twin of `_gauss_rows`, from the float32 cross products `A`: the kernel goes to `out`, a float32 block
@@ -397,6 +425,7 @@ def _gauss_rows32(A, xx, bb, out):
             d = d if d > _ZERO_F else _ZERO_F
             out[i, j] = _exp_neg32(-d)
 
+# %% ../nbs/03_kernels.ipynb #0f3ac3b8
 @jit(**_EXP_JIT)
 def _gauss_rows_direct(X, BT, K):
     """K[i,j] = exp(-sum_d (X[i,d] - BT[d,j])^2) for a block of rows X (m, D) and the transposed basis BT (D, n).
@@ -425,6 +454,7 @@ def _check_block_rows(block_rows, N: int, n: int) -> int:
         raise ValueError(f"`block_rows` must be a positive integer or None; got {block_rows!r}.")
     return int(min(block_rows, N))
 
+# %% ../nbs/03_kernels.ipynb #868836b4
 def _check_dtype(dtype):
     try:
         dt = np.dtype(dtype)
@@ -434,6 +464,7 @@ def _check_dtype(dtype):
         raise ValueError(f"`dtype` must be np.float64 or np.float32; got {dtype!r}.")
     return dt
 
+# %% ../nbs/03_kernels.ipynb #932b5ba3
 def _kernel_block(X, B, BT, xx, bb, s, e, buf, f32, direct, scratch=None):
     """Rows s:e of K into buf[:e-s] (a view), by GEMM + fused pass, or directly for small D.
     float32 (`f32`): the cross products go to `scratch` (float32, at least e - s rows; allocated when None), and the
@@ -450,6 +481,7 @@ def _kernel_block(X, B, BT, xx, bb, s, e, buf, f32, direct, scratch=None):
         _gauss_rows(Kb, xx[s:e], bb)
     return Kb
 
+# %% ../nbs/03_kernels.ipynb #989f64a7
 def _add_block_products(Kb, Fb, M, KF, Mb, KFb):
     """M += K_b^T K_b and KF += K_b^T F_b: the block's products in its own precision into `Mb`, `KFb`, added to the
     float64 sums. NumPy's matmul takes `syrk` for K_b^T K_b (half a GEMM's flops) and, unlike scipy's BLAS wrappers,
@@ -459,6 +491,7 @@ def _add_block_products(Kb, Fb, M, KF, Mb, KFb):
     np.matmul(Kb.T, Fb, out=KFb)
     KF += KFb
 
+# %% ../nbs/03_kernels.ipynb #130cc87d
 def _gram_chunk(X, B, BT, xx, bb, F, lo, hi, block_rows, f32, direct, K=None, prod32=None):
     """M and K^T F (float64) over rows lo:hi, block by block. `f32`: float32 kernel blocks; `prod32` (default `f32`):
     their products in float32 too (F then float32), else the blocks are written as float64 for float64 products.
@@ -476,6 +509,7 @@ def _gram_chunk(X, B, BT, xx, bb, F, lo, hi, block_rows, f32, direct, K=None, pr
         _add_block_products(Kb, F[s:e], M, KF, Mb, KFb)
     return M, KF
 
+# %% ../nbs/03_kernels.ipynb #650dd5fd
 def _prepare(X, B, f32):
     "Squared norms (float64), the transposed basis, and float32 copies when asked."
     xx, bb = _sqnorms(X), _sqnorms(B)
@@ -483,6 +517,7 @@ def _prepare(X, B, f32):
         X, B, xx, bb = (a.astype(np.float32) for a in (X, B, xx, bb))
     return np.ascontiguousarray(X), B, np.ascontiguousarray(B.T), xx, bb   # C order: matmul's BLAS path
 
+# %% ../nbs/03_kernels.ipynb #09f7cce2
 def _sum_chunks(parts):
     """Add the per-chunk (M, K^T F) in chunk order as they come (an iterable: `_iter_chunks`), then mirror M's upper
     triangle: exactly symmetric, and the same bits for any number of threads (the chunks are fixed)."""
@@ -495,6 +530,7 @@ def _sum_chunks(parts):
     M += np.triu(M, 1).T
     return M, KF
 
+# %% ../nbs/03_kernels.ipynb #02947b63
 def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
                B, # ($N'$, D) basis features, rows of the same feature map
                f, # (N,) or (N, H) values: $K^\top\mathbf f$ is formed in the same pass
@@ -534,6 +570,7 @@ def _matvec_chunk(X, B, BT, xx, bb, U, out, lo, hi, block_rows, direct):
         Kb = _kernel_block(X, B, BT, xx, bb, s, e, buf, False, direct)
         np.matmul(Kb, U, out=out[s:e])
 
+# %% ../nbs/03_kernels.ipynb #e6ca15f5
 def kernel_matvec(X, # (N, D) pre-scaled features
                   B, # ($N'$, D) basis features
                   u, # ($N'$,) or ($N'$, H) coefficients

@@ -48,6 +48,7 @@ class Whitening:
         Z = linalg.solve_triangular(self.L, Z.T, lower=True, check_finite=False)
         return 0.5 * (Z + Z.T)
 
+# %% ../nbs/04a_kernel_stats.ipynb #b1b20d07
 def whiten(KBB: np.ndarray,  # ($N'$, $N'$) symmetric PSD kernel matrix of the basis
            rtol: float = 1e-10,  # stop when the largest remaining pivot is below rtol * trace(KBB)
           ) -> Whitening:
@@ -65,7 +66,6 @@ def whiten(KBB: np.ndarray,  # ($N'$, $N'$) symmetric PSD kernel matrix of the b
 
 # %% ../nbs/04a_kernel_stats.ipynb #baac2fc5
 _SMALL_FLOPS = 2e8   # flops of the pass below which one thread does it: a few ms of work, where starting workers costs as much as they save
-
 def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     "(K, M, K^T F) with K (N, N') stored, by the fused blocked pass."
     N, D = X.shape
@@ -81,6 +81,7 @@ def _dense_stats(X, B, F, block_rows=None, n_threads=None):
     M, KF = _sum_chunks(parts)
     return K, np.ascontiguousarray(M), np.ascontiguousarray(KF)
 
+# %% ../nbs/04a_kernel_stats.ipynb #4ac1cbbe
 def _rmatvec_chunk(X, B, BT, xx, bb, V, lo, hi, block_rows, direct):
     n = B.shape[0]
     out, tmp = np.zeros((n, V.shape[1])), np.empty((n, V.shape[1]))
@@ -91,6 +92,7 @@ def _rmatvec_chunk(X, B, BT, xx, bb, V, lo, hi, block_rows, direct):
         out += np.matmul(Kb.T, V[s:e], out=tmp)      # NumPy's matmul releases the GIL; scipy's BLAS wrappers do not
     return out
 
+# %% ../nbs/04a_kernel_stats.ipynb #bc361dae
 def _rmatvec_streamed(X, B, V, block_rows=None, n_threads=None):
     "K^T V (N', k) for V (N, k), streamed over row blocks."
     N, D = X.shape
@@ -137,6 +139,7 @@ def _gram32_error(X, B, W, block_rows):
             x = y / nrm
         return float(np.linalg.norm(Ew @ x) * np.sqrt(N / len(rows)))
 
+# %% ../nbs/04a_kernel_stats.ipynb #4ac3eb84
 def _stats32(X, B, F, prod32, store, block_rows, n_threads):
     """(K or None, M, K^T F) by float32 kernel blocks: their products in float32 (`prod32`) or float64, summed in
     float64; K stored (float32 when `prod32`) when `store`."""
@@ -169,6 +172,7 @@ def _rmatvec32_stored(K, V, n_threads=None, rows=1024):
     parts = _run_chunks(work, _stored_chunks(K, rows, n_threads))
     return sum(parts[1:], parts[0])
 
+# %% ../nbs/04a_kernel_stats.ipynb #7bac2cce
 def _matvec_stored(K, u, n_threads=None):
     """K u for a stored K (N, N'): a GEMV or a thin GEMM, bandwidth-bound, in row chunks on the worker threads. For a
     float32 K each row's N'-term sum is taken in float32 and written as float64."""
@@ -193,6 +197,7 @@ def _stream32(X, B, prod32, work, block_rows=None, n_threads=None):
                      min(hi, s + block_rows)) for s in range(lo, hi, block_rows)]
     return _run_chunks(chunk, _chunks(N, block_rows, _check_threads(n_threads)))
 
+# %% ../nbs/04a_kernel_stats.ipynb #2604bc25
 def _rmatvec32_streamed(X, B, V, prod32, block_rows=None, n_threads=None):
     "K^T V (N', k), the kernel recomputed in float32 block by block; block products summed in float64."
     Vc = np.ascontiguousarray(V, dtype=np.float32 if prod32 else np.float64)
@@ -319,6 +324,7 @@ def _kf(KF, f):
     "K^T f from K^T [f, 1], shaped as `f`; None without `f`."
     return None if f is None else (KF[:, :-1].copy() if f.ndim == 2 else KF[:, 0].copy())
 
+# %% ../nbs/04a_kernel_stats.ipynb #65b46a1c
 class CPUBackend(Backend):
     "float64 on the CPU: fused kernel blocks and `syrk` per block; $K_{GB}$ stored when it fits (dense), else streamed."
     def stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None) -> "KernelStats":

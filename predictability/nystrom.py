@@ -41,6 +41,7 @@ def _t_half(VtV: np.ndarray, noise: float):
                                  "are not those of a kernel (NaN or a non-PSD K^T K).") from None
     return linalg.cho_solve((LG, True), L2, check_finite=False), L2
 
+# %% ../nbs/05_nystrom.ipynb #6ead5591
 def _reduced(stats: KernelStats, noise: float):
     "$(\\Phi,\\ G=\\Phi^\\top V^\\top C_NV\\Phi)$ for one $\\sigma^2$, computed once and cached on `stats`."
     key = ("reduced", float(noise))
@@ -73,6 +74,7 @@ def _small_problem(stats: KernelStats, kf: np.ndarray, noise: float, lam: float)
     S[1:, 1:] = lam * G
     return S, Phi
 
+# %% ../nbs/05_nystrom.ipynb #2d3dad32
 def _top_eigvec(S: np.ndarray):
     "Largest eigenpair of a small symmetric matrix (LAPACK syevr, only the top pair is computed), with $e_0\\ge0$."
     w, E = linalg.eigh(S, subset_by_index=[S.shape[0] - 1, S.shape[0] - 1], check_finite=False)
@@ -111,6 +113,7 @@ def _check_step_args(fbar_t, n, noise, lam):
         raise ValueError(f"`lam` must be >= 0; got {lam}.")
     return fbar_t
 
+# %% ../nbs/05_nystrom.ipynb #b5abbce3
 def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
              X: np.ndarray, # (N, D) the references' pre-scaled features (`kernel_features`)
              *,
