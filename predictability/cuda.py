@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .kernels import _check_pair, _check_values
+from .blocks import _check_pair, _check_values
 
 try:  # keep `import predictability.cuda` clean on machines without numba-cuda or a driver
     from numba import cuda, float64

@@ -6,80 +6,15 @@
 __all__ = ['kernel_features', 'gaussian_kernel', 'gram_stats', 'kernel_matvec', 'kernel_matrix']
 
 # %% ../nbs/03_kernels.ipynb #b5831859
-import contextlib
-import math
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-from .core import JIT_OPTIONS, jit, as_predictors, check_scalar, normalize, one_blas_thread
-
-# %% ../nbs/03_kernels.ipynb #50810ced
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
-
-def _check_threads(n_threads) -> int:
-    if n_threads is None:
-        return _default_threads()
-    if isinstance(n_threads, (bool, np.bool_)) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
-        raise ValueError(f"`n_threads` must be a positive integer or None; got {n_threads!r}.")
-    return int(n_threads)
-
-# %% ../nbs/03_kernels.ipynb #38eaadda
-_PARTS = 16   # row ranges per pass: a fixed partition, so that every sum over them is added in one order
-class _Chunks(list):
-    "Row ranges (lo, hi), and `threads`, the number of workers that run them."
-    threads = 1
-
-def _chunks(N: int, block_rows: int, n_threads: int) -> _Chunks:
-    """At most `_PARTS` contiguous row ranges of whole blocks, fixed by N and `block_rows` alone; `n_threads` only
-    says how many workers take them (in any order), so a sum over the ranges never depends on it."""
-    n_blocks = max(1, -(-N // block_rows))
-    P = min(_PARTS, n_blocks)
-    cuts = [round(t * n_blocks / P) * block_rows for t in range(P + 1)]
-    out = _Chunks((lo, min(hi, N)) for lo, hi in zip(cuts[:-1], cuts[1:]))
-    out.threads = max(1, min(int(n_threads), P))
-    return out
-
-# %% ../nbs/03_kernels.ipynb #32356896
-_POOLS: dict = {}                # (process id, workers) -> a persistent pool; a forked child makes its own
-_WORKER = threading.local()      # set in the pools' threads
-def _pool(n: int) -> ThreadPoolExecutor:
-    "The persistent pool of `n` worker threads of this process (threads started once, not once per pass)."
-    key = (os.getpid(), n)
-    ex = _POOLS.get(key)
-    if ex is None:                 # two threads racing here make two pools; one is kept, the other never starts a thread
-        ex = _POOLS.setdefault(key, ThreadPoolExecutor(max_workers=n, thread_name_prefix="predictability",
-                                                       initializer=lambda: setattr(_WORKER, "on", True)))
-    return ex
-
-# %% ../nbs/03_kernels.ipynb #ba957a8b
-def _iter_chunks(work, chunks: _Chunks, blas: bool = True):
-    """Yield `work(lo, hi)` for every chunk, in chunk order, computed by `chunks.threads` workers. A consumer that adds
-    the results as they come holds few of them at once. `blas`: `work` calls BLAS, which is then held at one thread
-    (pure Numba work skips that switch). A call from inside a worker runs its chunks in that thread: a pool waiting on
-    itself would deadlock."""
-    with one_blas_thread() if blas else contextlib.nullcontext():
-        if chunks.threads == 1 or getattr(_WORKER, "on", False):
-            yield from (work(*c) for c in chunks)
-        else:
-            yield from _pool(chunks.threads).map(lambda c: work(*c), chunks)
-
-def _run_chunks(work, chunks: _Chunks, blas: bool = True) -> list:
-    "`_iter_chunks` as a list: the results in chunk order."
-    return list(_iter_chunks(work, chunks, blas))
+from .core import jit, as_predictors, check_scalar, normalize
+from .blocks import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _check_threads, _check_values,
+                                   _chunks, _default_threads, _gram_chunk, _iter_chunks, _kernel_block, _prepare, _run_chunks,
+                                   _sqnorms, _sum_chunks)
 
 # %% ../nbs/03_kernels.ipynb #f522f507
 _SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
-_PAR_MIN = 1 << 18  # entries below which one thread does the passes (starting threads costs more)
 @jit
 def _range_rows(x, lo, hi):
     "Per column over rows lo:hi: [max, min, NaN-accumulator (NaN once any entry is NaN or infinite)]."
@@ -213,21 +148,6 @@ def kernel_features(G, # the references, (N, R) or (N,): array, Series or DataFr
     s = check_scalar(kernel_scale, "kernel_scale", strict=True)
     return _scaled_normal(G, "G", np.sqrt(G.shape[0] * w / s))          # sqrt(N) Gbar diag(sqrt(w / s))
 
-# %% ../nbs/03_kernels.ipynb #5a8b3a58
-def _check_features(X, name: str) -> np.ndarray:
-    return as_predictors(X, name, ndim=(2,), min_points=1)
-
-def _check_pair(X, B, names=("X", "B")):
-    X = _check_features(X, names[0])
-    B = _check_features(B, names[1])
-    if X.shape[1] != B.shape[1]:
-        raise ValueError(f"`{names[1]}` has {B.shape[1]} feature column(s) but `{names[0]}` has {X.shape[1]}; "
-                         "both must be built by the same kernel_features call.")
-    return X, B
-
-def _sqnorms(X: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", X, X)
-
 # %% ../nbs/03_kernels.ipynb #9886c34d
 def gaussian_kernel(X, # (N, D) pre-scaled features (`kernel_features`)
                     Y, # (M, D) features of the same map
@@ -237,13 +157,6 @@ def gaussian_kernel(X, # (N, D) pre-scaled features (`kernel_features`)
     d = _sqnorms(X)[:, None] + _sqnorms(Y)[None, :] - 2.0 * (X @ Y.T)
     np.maximum(d, 0.0, out=d)
     return np.exp(-d, out=d)
-
-# %% ../nbs/03_kernels.ipynb #dddc87e0
-def _check_values(v, n: int, name: str, n_name: str):
-    v = as_predictors(v, name, ndim=(1, 2), min_points=1)
-    if v.shape[0] != n:
-        raise ValueError(f"`{name}` has {v.shape[0]} rows but {n_name} has {n}.")
-    return v
 
 # %% ../nbs/03_kernels.ipynb #bd7aa0f1
 def gram_stats_reference(X, # (N, D) pre-scaled features
@@ -266,194 +179,6 @@ def kernel_matvec_reference(X, # (N, D) pre-scaled features
     u = _check_values(u, B.shape[0], "u", "`B`")
     return gaussian_kernel(X, B) @ u
 
-# %% ../nbs/03_kernels.ipynb #54d132a2
-@intrinsic
-def _fmuladd(typingctx, a, b, c):
-    "`a*b + c`, one FMA where the CPU has one (`llvm.fmuladd`)."
-    if not (isinstance(a, types.Float) and a == b == c):
-        return None
-    def codegen(context, builder, sig, args):
-        t = args[0].type
-        fn = builder.module.declare_intrinsic("llvm.fmuladd", [t], ir.FunctionType(t, [t, t, t]))
-        return builder.call(fn, args)
-    return a(a, b, c), codegen
-
-# %% ../nbs/03_kernels.ipynb #f7cd99bf
-@intrinsic
-def _float_bits(typingctx, x):
-    "Reinterpret a float64 (float32) as int64 (int32)."
-    ret = {types.float64: types.int64, types.float32: types.int32}.get(x)
-    if ret is None:
-        return None
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(sig.return_type))
-    return ret(x), codegen
-
-# %% ../nbs/03_kernels.ipynb #131e2f1d
-@intrinsic
-def _bits_float(typingctx, i):
-    "Reinterpret an int64 (int32) as float64 (float32)."
-    ret = {types.int64: types.float64, types.int32: types.float32}.get(i)
-    if ret is None:
-        return None
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(sig.return_type))
-    return ret(i), codegen
-
-# %% ../nbs/03_kernels.ipynb #73f1d46c
-_EXP_JIT = {**JIT_OPTIONS, "fastmath": False}   # the range reduction needs IEEE rounding
-
-_LOG2E = 1.4426950408889634
-
-_MAGIC = 6755399441055744.0                  # 1.5 * 2**52
-
-_MAGIC_BITS = 0x4338000000000000             # bits of 1.5 * 2**52
-
-_LN2_HI = 6.93147180369123816490e-01         # fdlibm: ln2 = _LN2_HI + _LN2_LO, _LN2_HI has 32 significant bits
-
-_LN2_LO = 1.90821492927058770002e-10
-
-_C = [1.0 / math.factorial(m) for m in range(14)]
-
-_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13 = _C
-
-_EXP_MIN = -708.7                            # below: k < -1022, result flushed to 0
-
-@jit(inline="always", **_EXP_JIT)
-def _exp_neg(x):
-    """$e^x$ for float64 $x\\le0$, branch-free so that loops over it vectorise.
-
-    $x = k\\ln2 + r$, $k=\\mathrm{round}(x\\log_2 e)$ via $t = x\\log_2e + 1.5\\cdot2^{52}$, $|r|\\le\\ln2/2$;
-    $e^r=\\sum_{m\\le13} r^m/m!$ (Estrin); $2^k$ = bits $(k+1023)\\ll52$; 0 for $x < -708.7$.
-    Relative error $\\lesssim 2$ ulp wherever the result is a normal number."""
-    t = _fmuladd(x, _LOG2E, _MAGIC)
-    k = t - _MAGIC
-    r = _fmuladd(-k, _LN2_HI, x)
-    r = _fmuladd(-k, _LN2_LO, r)
-    r2 = r * r
-    r4 = r2 * r2
-    r8 = r4 * r4
-    a0 = _fmuladd(_C1, r, _C0)
-    a1 = _fmuladd(_C3, r, _C2)
-    a2 = _fmuladd(_C5, r, _C4)
-    a3 = _fmuladd(_C7, r, _C6)
-    a4 = _fmuladd(_C9, r, _C8)
-    a5 = _fmuladd(_C11, r, _C10)
-    a6 = _fmuladd(_C13, r, _C12)
-    b0 = _fmuladd(a1, r2, a0)
-    b1 = _fmuladd(a3, r2, a2)
-    b2 = _fmuladd(a5, r2, a4)
-    p = _fmuladd(_fmuladd(a6, r4, b2), r8, _fmuladd(b1, r4, b0))
-    scale = _bits_float((_float_bits(t) - _MAGIC_BITS + 1023) << 52)
-    v = p * scale
-    return v if x >= _EXP_MIN else 0.0
-
-# %% ../nbs/03_kernels.ipynb #bdae98b6
-_F32 = np.float32
-
-_LOG2E_F = _F32(_LOG2E)
-
-_MAGIC_F = _F32(12582912.0)                  # 1.5 * 2**23
-
-_MAGIC_BITS_F = 0x4B400000
-
-_LN2_HI_F = _F32(0.693359375)                # Cephes: 9 significant bits, so k*_LN2_HI_F is exact
-
-_LN2_LO_F = _F32(-2.12194440e-4)
-
-_D0, _D1, _D2, _D3, _D4, _D5, _D6, _D7 = (_F32(1.0 / math.factorial(m)) for m in range(8))
-
-_EXP_MIN_F = _F32(-87.6)                     # below: k < -126
-
-_ZERO_F = _F32(0.0)
-
-@jit(inline="always", **_EXP_JIT)
-def _exp_neg32(x):
-    "float32 twin of `_exp_neg`: $t = x\\log_2e + 1.5\\cdot2^{23}$, $e^r=\\sum_{m\\le7}r^m/m!$, $2^k$ = bits $(k+127)\\ll23$, 0 below $-87.6$."
-    t = _fmuladd(x, _LOG2E_F, _MAGIC_F)
-    k = t - _MAGIC_F
-    r = _fmuladd(-k, _LN2_HI_F, x)
-    r = _fmuladd(-k, _LN2_LO_F, r)
-    r2 = r * r
-    r4 = r2 * r2
-    p = _fmuladd(_fmuladd(_fmuladd(_D7, r, _D6), r2, _fmuladd(_D5, r, _D4)), r4,
-                 _fmuladd(_fmuladd(_D3, r, _D2), r2, _fmuladd(_D1, r, _D0)))
-    scale = _bits_float(np.int32((_float_bits(t) - _MAGIC_BITS_F + 127) << 23))
-    v = p * scale
-    return v if x >= _EXP_MIN_F else _ZERO_F
-
-# %% ../nbs/03_kernels.ipynb #0930ce72
-@jit(**_EXP_JIT)
-def _exp_neg_array(x, out):
-    "out[i] = `_exp_neg`(x[i]) over 1-D float64 arrays (for tests and timing)."
-    for i in range(x.shape[0]):
-        out[i] = _exp_neg(x[i])
-
-@jit(**_EXP_JIT)
-def _exp_neg32_array(x, out):
-    "out[i] = `_exp_neg32`(x[i]) over 1-D float32 arrays."
-    for i in range(x.shape[0]):
-        out[i] = _exp_neg32(x[i])
-
-# %% ../nbs/03_kernels.ipynb #2dcb26de
-@jit(**_EXP_JIT)
-def _gauss_rows(A, xx, bb):
-    """In place, A[i,j] <- exp(-max(xx[i] + bb[j] - 2 A[i,j], 0)).
-
-    On entry A (m, n) holds the cross products x_i . b_j of a block of rows, xx and bb the squared norms;
-    on exit A is the block of K[i,j] = exp(-||x_i - b_j||^2)."""
-    m, n = A.shape
-    for i in range(m):
-        xi = xx[i]
-        for j in range(n):
-            d = xi + bb[j] - 2.0 * A[i, j]
-            d = d if d > 0.0 else 0.0
-            A[i, j] = _exp_neg(-d)
-
-# %% ../nbs/03_kernels.ipynb #1aff0bbf
-@jit(**_EXP_JIT)
-def _gauss_rows32(A, xx, bb, out):
-    """float32 twin of `_gauss_rows`, from the float32 cross products `A`: the kernel goes to `out`, a float32 block
-    (float32 block products) or a float64 one (the float32 kernel for float64 products). `out` must not be `A`: on
-    overlapping arrays LLVM's run-time alias check takes the scalar loop, which does not vectorise."""
-    m, n = A.shape
-    two = np.float32(2.0)
-    for i in range(m):
-        xi = xx[i]
-        for j in range(n):
-            d = xi + bb[j] - two * A[i, j]
-            d = d if d > _ZERO_F else _ZERO_F
-            out[i, j] = _exp_neg32(-d)
-
-# %% ../nbs/03_kernels.ipynb #0f3ac3b8
-@jit(**_EXP_JIT)
-def _gauss_rows_direct(X, BT, K):
-    """K[i,j] = exp(-sum_d (X[i,d] - BT[d,j])^2) for a block of rows X (m, D) and the transposed basis BT (D, n).
-
-    For small D: distances by explicit differences, accumulated one feature at a time across the row."""
-    m = X.shape[0]
-    D, n = BT.shape
-    for i in range(m):
-        for j in range(n):
-            K[i, j] = 0.0
-        for d in range(D):
-            xd = X[i, d]
-            for j in range(n):
-                t = xd - BT[d, j]
-                K[i, j] += t * t
-        for j in range(n):
-            K[i, j] = _exp_neg(-K[i, j])
-
-_DIRECT_MAX_D = 8
-
-# %% ../nbs/03_kernels.ipynb #396006a7
-def _check_block_rows(block_rows, N: int, n: int) -> int:
-    if block_rows is None:
-        block_rows = min(8192, max(256, (1 << 18) // max(n, 1)))
-    elif isinstance(block_rows, (bool, np.bool_)) or not isinstance(block_rows, (int, np.integer)) or block_rows < 1:
-        raise ValueError(f"`block_rows` must be a positive integer or None; got {block_rows!r}.")
-    return int(min(block_rows, N))
-
 # %% ../nbs/03_kernels.ipynb #868836b4
 def _check_dtype(dtype):
     try:
@@ -463,72 +188,6 @@ def _check_dtype(dtype):
     if dt not in (np.float64, np.float32):
         raise ValueError(f"`dtype` must be np.float64 or np.float32; got {dtype!r}.")
     return dt
-
-# %% ../nbs/03_kernels.ipynb #932b5ba3
-def _kernel_block(X, B, BT, xx, bb, s, e, buf, f32, direct, scratch=None):
-    """Rows s:e of K into buf[:e-s] (a view), by GEMM + fused pass, or directly for small D.
-    float32 (`f32`): the cross products go to `scratch` (float32, at least e - s rows; allocated when None), and the
-    kernel from there into `buf`, float32 or float64: `_gauss_rows32` vectorises only on distinct arrays."""
-    Kb = buf[: e - s]
-    if direct:
-        _gauss_rows_direct(X[s:e], BT, Kb)
-    elif f32:
-        A = (np.empty(Kb.shape, np.float32) if scratch is None else scratch)[: e - s]
-        np.matmul(X[s:e], BT, out=A)         # X_b B^T: NumPy's matmul releases the GIL (scipy's BLAS wrappers do not)
-        _gauss_rows32(A, xx[s:e], bb, Kb)
-    else:
-        np.matmul(X[s:e], BT, out=Kb)
-        _gauss_rows(Kb, xx[s:e], bb)
-    return Kb
-
-# %% ../nbs/03_kernels.ipynb #989f64a7
-def _add_block_products(Kb, Fb, M, KF, Mb, KFb):
-    """M += K_b^T K_b and KF += K_b^T F_b: the block's products in its own precision into `Mb`, `KFb`, added to the
-    float64 sums. NumPy's matmul takes `syrk` for K_b^T K_b (half a GEMM's flops) and, unlike scipy's BLAS wrappers,
-    releases the GIL, so worker threads multiply in parallel."""
-    np.matmul(Kb.T, Kb, out=Mb)
-    M += Mb
-    np.matmul(Kb.T, Fb, out=KFb)
-    KF += KFb
-
-# %% ../nbs/03_kernels.ipynb #130cc87d
-def _gram_chunk(X, B, BT, xx, bb, F, lo, hi, block_rows, f32, direct, K=None, prod32=None):
-    """M and K^T F (float64) over rows lo:hi, block by block. `f32`: float32 kernel blocks; `prod32` (default `f32`):
-    their products in float32 too (F then float32), else the blocks are written as float64 for float64 products.
-    `K` (N, N'), of the products' dtype: the blocks are written into its rows (a stored K), else into one buffer."""
-    prod32 = f32 if prod32 is None else prod32
-    n, H, m = B.shape[0], F.shape[1], min(block_rows, hi - lo)
-    dtype = np.float32 if prod32 else np.float64    # the block products; sums over blocks in float64
-    M, KF = np.zeros((n, n)), np.zeros((n, H))
-    Mb, KFb = np.empty((n, n), dtype), np.empty((n, H), dtype)
-    buf = np.empty((m, n), dtype) if K is None else None
-    scratch = np.empty((m, n), np.float32) if f32 else None
-    for s in range(lo, hi, block_rows):
-        e = min(hi, s + block_rows)
-        Kb = _kernel_block(X, B, BT, xx, bb, s, e, buf if K is None else K[s:], f32, direct, scratch)
-        _add_block_products(Kb, F[s:e], M, KF, Mb, KFb)
-    return M, KF
-
-# %% ../nbs/03_kernels.ipynb #650dd5fd
-def _prepare(X, B, f32):
-    "Squared norms (float64), the transposed basis, and float32 copies when asked."
-    xx, bb = _sqnorms(X), _sqnorms(B)
-    if f32:
-        X, B, xx, bb = (a.astype(np.float32) for a in (X, B, xx, bb))
-    return np.ascontiguousarray(X), B, np.ascontiguousarray(B.T), xx, bb   # C order: matmul's BLAS path
-
-# %% ../nbs/03_kernels.ipynb #09f7cce2
-def _sum_chunks(parts):
-    """Add the per-chunk (M, K^T F) in chunk order as they come (an iterable: `_iter_chunks`), then mirror M's upper
-    triangle: exactly symmetric, and the same bits for any number of threads (the chunks are fixed)."""
-    parts = iter(parts)
-    M, KF = next(parts)
-    for Mp, KFp in parts:
-        M += Mp
-        KF += KFp
-    M = np.triu(M)
-    M += np.triu(M, 1).T
-    return M, KF
 
 # %% ../nbs/03_kernels.ipynb #02947b63
 def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)

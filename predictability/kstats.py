@@ -16,9 +16,9 @@ from scipy import linalg
 from scipy.linalg import lapack
 
 from .core import check_scalar, one_blas_thread
-from .kernels import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _check_threads, _check_values, _sum_chunks,
-                                    _chunks, _gram_chunk, _iter_chunks, _kernel_block, _prepare, _run_chunks, gaussian_kernel, gram_stats,
-                                    kernel_matvec)
+from .blocks import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _check_threads, _check_values,
+                                   _sum_chunks, _chunks, _gram_chunk, _iter_chunks, _kernel_block, _prepare, _run_chunks)
+from .kernels import gaussian_kernel, gram_stats, kernel_matvec
 
 # %% ../nbs/04a_kernel_stats.ipynb #1eef7217
 @dataclass(frozen=True)
