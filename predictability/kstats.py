@@ -234,6 +234,18 @@ class Backend:
     def __repr__(self):
         return f"{type(self).__name__}(n_threads={self.n_threads}, block_rows={self.block_rows})"
 
+    def stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None) -> "KernelStats":
+        "Statistics of row blocks: the `KernelStats` of checked `X`, `B` and `f`, sums over a fixed partition of rows."
+        raise NotImplementedError(f"{type(self).__name__} forms no statistics; use `make_backend`.")
+
+    def rmatvec(self, st: "KernelStats", V: np.ndarray) -> np.ndarray:
+        "$K^\\top V$ (N', k) for `V` (N, k): a sum over row blocks."
+        raise NotImplementedError(f"{type(self).__name__} forms no products; use `make_backend`.")
+
+    def matvec(self, st: "KernelStats", u: np.ndarray) -> np.ndarray:
+        "$K\\mathbf u$ (N,) or (N, k): a row-wise map."
+        raise NotImplementedError(f"{type(self).__name__} forms no products; use `make_backend`.")
+
     def block_products_for(self, column) -> str | None:
         "`\"float64\"` when the probe chose float64 block products for `column` before (`remember`): no probe; else None."
         return "float64" if column in self._dsyrk else None
@@ -273,7 +285,7 @@ class KernelStats:
     K: np.ndarray | None = field(default=None, repr=False)   # $K_{GB}$ when stored (dense layout)
     rtol: float = 1e-10           # truncation of the whitening (`whiten`)
     cache: dict = field(default_factory=dict, repr=False)    # small factorisations derived from the statistics
-    backend: Backend = field(default_factory=Backend)        # the back end that made them and forms their products
+    backend: Backend = field(default_factory=lambda: CPUBackend())   # the back end that made them and forms their products
     block_products: str = "float64"   # precision of the per-block $K_b^\top K_b$, $K_b^\top\mathbf v$, $K_b\mathbf u$
     gram_error: float = 0.0       # estimated $\lVert\Psi^\top(\tilde M - M)\Psi\rVert_2$ of float32 block products (float32 only; NaN: not probed)
 
