@@ -23,7 +23,8 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from predictability.kernels import (_exp_neg_array, _exp_neg32_array, gram_stats, gram_stats_reference,
+from predictability.blocks import _exp_neg_array, _exp_neg32_array  # noqa: E402
+from predictability.kernels import (gram_stats, gram_stats_reference,
                                     kernel_features, kernel_matvec, kernel_matvec_reference)
 
 AWA2 = dict(N=37_322, n_basis=300, D=79)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .kernels import _check_pair, _check_values
+from .blocks import _check_pair, _check_values
 
 try:  # keep `import predictability.cuda` clean on machines without numba-cuda or a driver
     from numba import cuda, float64
@@ -28,6 +28,7 @@ def cuda_available() -> bool:
     except Exception:
         return False
 
+# %% ../nbs/09_cuda.ipynb #bd932a01
 def simulated() -> bool:
     "True when `numba.cuda` is the CUDA simulator (`NUMBA_ENABLE_CUDASIM=1`)."
     if cuda is None:
@@ -38,6 +39,7 @@ def simulated() -> bool:
     except Exception:
         return False
 
+# %% ../nbs/09_cuda.ipynb #9bf17aca
 def _check_compiler():
     "Raise a clear error where numba.cuda cannot compile kernels against this NumPy (its NumPy support fails to import)."
     try:
@@ -49,6 +51,7 @@ def _check_compiler():
     except ImportError:   # another layout of numba-cuda: its first launch reports its own errors
         pass
 
+# %% ../nbs/09_cuda.ipynb #a6de4be1
 def _require_cuda():
     if not cuda_available():
         raise RuntimeError("No CUDA device is available (numba.cuda found no driver or GPU). Use the CPU functions in "
@@ -134,11 +137,11 @@ def _cuda_block_rows(block_rows, N: int, n: int) -> int:
     return int(min(block_rows, N))
 
 _LANES = 64   # threads per block of the one-thread-per-output kernel `_matvec`
-
 def _grid(rows: int, cols: int, tile: int = TILE):
     "Blocks covering a (rows, cols) array with tile x tile threads (x along columns, y along rows)."
     return (-(-cols // tile), -(-rows // tile)), (tile, tile)
 
+# %% ../nbs/09_cuda.ipynb #955b5a57
 def gram_stats_cuda(X, # the features $X$ of `kernel_features`, (N, D)
                     B, # the basis features, (N', D)
                     f, # the values $\mathbf f$, (N,) or (N, H)
@@ -171,6 +174,7 @@ def gram_stats_cuda(X, # the features $X$ of `kernel_features`, (N, D)
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])
 
+# %% ../nbs/09_cuda.ipynb #75d7a835
 def kernel_matvec_cuda(X, # the features $X$ of `kernel_features`, (N, D)
                        B, # the basis features, (N', D)
                        u, # the vector(s) $\mathbf u$, (N',) or (N', H)

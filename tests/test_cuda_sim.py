@@ -102,7 +102,7 @@ def test_kernel_stats_and_npc_on_the_cuda_backend(simulator):
         f = normalize(np.sin(3 * X[:, 0]) + rng.normal(size=45))
         B = X[basis_indices(45, 12)]
         g, c = kernel_stats(X, B, f, device="cuda"), kernel_stats(X, B, f)
-        assert g.backend == "cuda" and g.K is None and c.backend == "dense"
+        assert g.layout == "cuda" and g.K is None and c.layout == "dense"
         for a, b in [(g.M, c.M), (g.ks, c.ks), (g.kf, c.kf), (g.KBB, c.KBB)]:
             assert rel(a, b) < 1e-12, rel(a, b)
         u, v = rng.normal(size=(12, 2)), rng.normal(size=45)
