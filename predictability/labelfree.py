@@ -4,18 +4,14 @@
 
 # %% auto #0
 __all__ = ['NOISE_BOUNDS', 'WIDTH_BOUNDS', 'WIDTH_GRID', 'FIT_ROWS', 'WIDTH_TOL', 'SEARCH_BASIS', 'KAPPA', 'KAPPA_DECISIVE',
-           'DECISIVE', 'SHARED_R2', 'CASE_GRID', 'NystromEvidence', 'nystrom_evidence', 'GPFit', 'fit_gp',
-           'RelevanceTest', 'relevance_test', 'relevance_test_widths', 'stopping_iteration', 'mutual_r2',
-           'LabelFreeChoice', 'choose', 'peers', 'make_cases', 'measure_case', 'run_cases']
+           'DECISIVE', 'SHARED_R2', 'NystromEvidence', 'nystrom_evidence', 'GPFit', 'fit_gp', 'RelevanceTest',
+           'relevance_test', 'relevance_test_widths', 'stopping_iteration', 'mutual_r2', 'LabelFreeChoice', 'choose',
+           'peers']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
-import itertools
-import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from scipy import optimize, stats
 
 from .core import as_predictors, check_scalar, normalize, one_blas_thread, orient, standardize
@@ -438,75 +434,3 @@ def peers(target,             # (N,) the target predictor
     A = np.c_[Z[:, 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
     _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their correlation matrix
     return A.mean(axis=1), orient(A @ V[:, -1], Z[:, 0])
-
-# %% ../nbs/07a_labelfree.ipynb #be867075
-def make_cases(seed: int,     # the cases' random seed
-               n: int = 500,  # points per case
-              ) -> dict:
-    "Cases with a known truth: name -> (target, references, truth). Targets have Kendall tau about 50-70 to the truth."
-    rng = np.random.default_rng(seed)
-    out = {}
-    truth = rng.normal(size=n)
-    out["irrelevant"] = (truth + 0.6 * rng.normal(size=n), rng.normal(size=(n, 8)), truth)
-    G = rng.normal(size=(n, 6))
-    truth = np.tanh(G[:, 0] + G[:, 1]) + 0.5 * G[:, 2]
-    out["clean relevant"] = (truth + 0.7 * rng.normal(size=n), G, truth)
-    Z = rng.normal(size=(n, 3))
-    T = np.tanh(Z @ rng.normal(size=(3, 7))) + 0.3 * np.sin(2 * Z @ rng.normal(size=(3, 7)))
-    F = T + 0.8 * rng.normal(size=T.shape)
-    out["related tasks"] = (F[:, 0], F[:, 1:], T[:, 0])
-    e = rng.normal(size=n)
-    F = T + 0.6 * e[:, None] + 0.4 * rng.normal(size=T.shape)
-    out["shared errors"] = (F[:, 0], F[:, 1:], T[:, 0])
-    G = rng.normal(size=(n, 6))
-    truth = G[:, 0] * G[:, 1]
-    out["XOR"] = (truth + 0.7 * rng.normal(size=n), G, truth)
-    G = rng.normal(size=(n, 8))
-    truth = np.minimum(G[:, 0], G[:, 1])
-    out["AND among irrelevant"] = (truth + 0.7 * rng.normal(size=n), G, truth)
-    return out
-
-# the grid searched with the truth ("best") and by `tune` with 20 labels
-CASE_GRID = {"noise": [0.03, 0.1, 0.3, 1.0], "kernel_scale": [0.5, 2.0], "lam": [1.0, 10.0, 100.0]}
-
-def measure_case(target, refs, truth,   # one case
-                 seed: int,              # seed of the labelled rows drawn for `tune`
-                 n_labels: int = 20,     # labels given to `tune`
-                ) -> dict:
-    "Kendall tau x 100 on the unlabelled rows: input, default, best with the truth, tune with `n_labels` labels; and costs."
-    from predictability.combination import combine
-    from predictability.tuning import kendall_tau, tune
-    n = len(target)
-    lab = np.sort(np.random.default_rng(1000 + seed).choice(n, n_labels, replace=False))
-    test = np.setdiff1d(np.arange(n), lab)
-    tau = lambda f: kendall_tau(np.asarray(f)[test], truth[test])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t0 = time.perf_counter(); d = combine(target, refs); t_default = time.perf_counter() - t0
-        t0 = time.perf_counter(); fx = combine(target, refs, noise=0.1, kernel_scale=1.0, n_iter=20)
-        t_fixed = time.perf_counter() - t0
-        best = max([tau(h) for h in fx.history] + [tau(h) for h in d.history])
-        for nz, ks, lam in itertools.product(*CASE_GRID.values()):
-            r = combine(target, refs, noise=nz, kernel_scale=ks, lam=lam, n_iter=20, joint=False)
-            best = max(best, max(tau(h) for h in r.history))
-        tu = tune(target, refs, truth[lab], lab, grid=CASE_GRID, joint=False, progress=False)
-    return dict(input=tau(target), default=tau(d.prediction), best=best, tune=tau(tu.result.prediction),
-                former_default=tau(fx.prediction), n_iter=d.params["n_iter"], t_default=t_default, t_fixed=t_fixed)
-
-def run_cases(seeds=(0, 1, 2, 3, 4),   # seeds of the synthetic cases (PubFig: the first, for the labels drawn)
-              pubfig: bool = True,      # add the 11 PubFig attributes when `pubfig_path()` finds the data
-              progress: bool = True,    # a tqdm bar over the cases
-             ) -> pd.DataFrame:
-    "The whole suite: every case and seed, and the 11 PubFig attributes (the rankers' scores as targets), as one table."
-    from tqdm import tqdm
-    from predictability.datasets import load_pubfig, pubfig_path
-    seeds = list(seeds)
-    rows = []
-    jobs = [(s, name, c) for s in seeds for name, c in make_cases(s).items()]
-    if pubfig and pubfig_path() is not None:
-        pf = load_pubfig()
-        S, A = pf.baseline_scores, pf.attributes
-        jobs += [(s, "PubFig", (S[:, a], np.delete(S, a, axis=1), A[:, a])) for a in range(S.shape[1]) for s in seeds[:1]]
-    for s, name, (f, G, y) in tqdm(jobs, disable=not progress):
-        rows.append(dict(case=name, seed=s, **measure_case(f, G, y, s)))
-    return pd.DataFrame(rows)
