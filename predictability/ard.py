@@ -6,7 +6,6 @@
 __all__ = ['ard_energy', 'ArdResult', 'fit_ard_gram', 'fit_ard', 'fit_ard_joint', 'plot_relevance']
 
 # %% ../nbs/06_ard.ipynb #d0bef029
-import contextlib
 import warnings
 from dataclasses import dataclass
 

@@ -12,7 +12,6 @@ __all__ = ['PAPER_RANKING', 'PAPER_CLASSIFICATION', 'CLASSIFIER_CS', 'MTL_GRID',
 # %% ../../nbs/experiments/03_pubfig.ipynb #7db17981
 import argparse
 import json
-import sys
 import warnings
 from dataclasses import dataclass, field, replace
 
