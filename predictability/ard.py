@@ -74,6 +74,7 @@ class ArdResult:
     converged: bool # whether L-BFGS-B met its tolerance (projected gradient small)
     n_iter: int = 0 # L-BFGS-B iterations taken
 
+# %% ../nbs/06_ard.ipynb #39dd7050
 def _check_bounds(bounds):
     try:
         lo, hi = (float(v) for v in bounds)
@@ -121,6 +122,7 @@ def fit_ard_gram(GtG, # $G^\top G$ of the z-scored references, (R, R)
     return ArdResult(sigma=sigma, noise=float(np.exp(th[R])), relevance=sigma / sigma.sum(), energy=float(res.fun),
                      converged=bool(res.success or np.abs(pg).max() < 1e-3), n_iter=int(res.nit))
 
+# %% ../nbs/06_ard.ipynb #1e093021
 def fit_ard(f, # the target predictor, (N,)
             G, # the references, (N, R)
             *,

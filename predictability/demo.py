@@ -87,6 +87,7 @@ def _choose_C(Z, y, Cs, n_splits, seed):
             auc[i] += roc_auc_score(y[b], model.decision_function(Z[b]))
     return float(Cs[int(np.argmax(auc))])
 
+# %% ../nbs/12_demo.ipynb #c44966e2
 def train_baselines(X, # (N, D) features
                     Y, # (N, T) binary labels (only the rows `train` are read)
                     train, # indices of the training rows
@@ -174,6 +175,7 @@ class DemoReport:
     def _repr_markdown_(self):
         return self.to_markdown()
 
+# %% ../nbs/12_demo.ipynb #1f6988d8
 def chosen_table(rep: DemoReport, # what `run_demo` returned
                 ) -> pd.DataFrame: # one row per method: settings, iteration, validation scores
     "The settings and iteration `tune` chose for each method, with the validation score of the choice and of f0."
@@ -182,6 +184,7 @@ def chosen_table(rep: DemoReport, # what `run_demo` returned
                                              "validation (f0)": round(c["val_score_f0"], 2)}
                          for m, c in rep.chosen.items()}).T
 
+# %% ../nbs/12_demo.ipynb #185be897
 def markdown_table(df: pd.DataFrame, # the table; its index becomes the first column
                    digits: int = 2, # decimals of the numbers
                   ) -> str: # GitHub Markdown
@@ -207,6 +210,7 @@ def _relevance_figure(W, names, path):
     fig.savefig(path)
     return fig
 
+# %% ../nbs/12_demo.ipynb #530065d7
 def _iterations_figure(curves, val_curves, chosen, path):
     "Mean test (solid) and validation (dotted) tau per iteration of each method's chosen setting; f0 as a reference line."
     from matplotlib.figure import Figure

@@ -36,6 +36,8 @@ def _derivative_stats(stats: KernelStats, Y: np.ndarray, block_rows: int = 4096)
         dks += dK.sum(0)
         dKY += dK.T @ Y[s:s + block_rows]
     return dM, dks, dKY
+
+# %% ../nbs/07a_labelfree.ipynb #1d367469
 @dataclass(eq=False)
 class NystromEvidence:
     "The Nyström GP's marginal likelihood of targets $\\mathbf y=\\sqrt N\\overline{\\mathbf f}$ at one kernel width, in the eigenbasis of $S=\\Psi^\\top M_c\\Psi$; made by `nystrom_evidence`."
@@ -89,6 +91,7 @@ class NystromEvidence:
         m = self.stats.matvec(u)
         return m - m.mean()
 
+# %% ../nbs/07a_labelfree.ipynb #231a330b
 def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`kernel_stats`)
                      fbar,                 # (N,) or (N, k) unit-norm, centred target(s)
                      *,
@@ -134,6 +137,7 @@ class GPFit:
     rows: np.ndarray | None = field(default=None, repr=False)     # the subsample searched (None: all rows)
     searched: dict = field(default_factory=dict, repr=False)      # log $\sigma_k^2$ -> `NystromEvidence` on those rows
 
+# %% ../nbs/07a_labelfree.ipynb #1b5dff24
 def _stats_at(X1, B1, scale, f, device, precision="float64"):
     s = np.sqrt(scale)
     return kernel_stats(X1 / s, B1 / s, f, device=device, precision=precision)
@@ -171,6 +175,7 @@ def _search_width(fbar, X1, B1, noise, device, max_refine, precision="float64"):
         profiled(float(x))
     return min(cache, key=lambda w: cache[w][0][1]), {w: ev for w, (_, ev) in cache.items()}
 
+# %% ../nbs/07a_labelfree.ipynb #0475a17b
 def fit_gp(fbar,              # (N,) unit-norm, centred target
            X1,                # (N, D) its references' features at $\sigma_k^2$ = 1 (`kernel_features(G, w, 1.0)`)
            basis,             # Nystrom basis rows
@@ -205,7 +210,6 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
     return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows, sel, cache)
 
-
 # %% ../nbs/07a_labelfree.ipynb #850b931a
 def _energies(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
     "The profiled energy (LF1) of every target column of `ev` at every $\\log\\sigma^2$ in `log_noise`: (k, G)."
@@ -229,6 +233,7 @@ def _min_energies(ev: NystromEvidence, noise=None, n_grid: int = 97) -> np.ndarr
     x = np.clip(g[i] + np.clip(step, -(g[1] - g[0]), g[1] - g[0]), g[0], g[-1])
     return np.minimum(E.min(axis=1), _energy_at(ev, x))
 
+# %% ../nbs/07a_labelfree.ipynb #5cf79772
 def _energy_at(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
     "The profiled energy of column j at its own $\\log\\sigma^2$ `log_noise[j]`: (k,)."
     dd, r, s2 = ev.n - 1, ev.d.shape[0], np.exp(log_noise)
@@ -236,6 +241,7 @@ def _energy_at(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
     q = (ev.yy - np.einsum("ik,ik->k", ev.c ** 2, A)) / s2
     return dd * np.log(q / dd) + (dd - r) * log_noise + np.log(ev.d[:, None] + s2[None, :]).sum(0) + dd * (1 + np.log(2 * np.pi))
 
+# %% ../nbs/07a_labelfree.ipynb #55b9df0e
 @dataclass
 class RelevanceTest:
     "The permutation test of `relevance_test`: is the target more predictable from its references than by chance?"
@@ -243,6 +249,7 @@ class RelevanceTest:
     null: np.ndarray              # the same statistic for `n_perm` row permutations of the target
     p_value: float                # (1 + #{null >= statistic}) / (1 + n_perm)
 
+# %% ../nbs/07a_labelfree.ipynb #54a34aef
 def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the target at the chosen width
                    *,
                    noise=None,                 # $\sigma^2$ fixed by the user, or None: re-fitted for every permutation
@@ -263,6 +270,7 @@ def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the targe
     null = lr(perm)
     return RelevanceTest(stat, null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 
+# %% ../nbs/07a_labelfree.ipynb #d863dfc6
 def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
                           X,                    # (N, D) features of its references that do not depend on the target
                           basis,                # Nystrom basis rows
@@ -330,6 +338,7 @@ def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
     resid = 1.0 / np.diag(np.linalg.pinv(C, hermitian=True))   # 1 - R^2_j
     return float(np.clip(np.median(1.0 - resid * (n - 1) / (n - k - 1)), 0.0, 1.0))
 
+# %% ../nbs/07a_labelfree.ipynb #149906f2
 @dataclass
 class LabelFreeChoice:
     "What the label-free rules chose for one column (see `choose`), and why."
@@ -350,6 +359,7 @@ class LabelFreeChoice:
     @property
     def denoised(self) -> bool: return self.n_iter > 0
 
+# %% ../nbs/07a_labelfree.ipynb #29c9c7c0
 def _tested_rows_lr(fit: GPFit, noise) -> float:
     "2 log LR of `fit`'s GP on the rows the guard tested (its width search's, at their best width); -inf if unknown."
     if fit.searched:                                   # the search's evidences are on exactly those rows
@@ -357,6 +367,7 @@ def _tested_rows_lr(fit: GPFit, noise) -> float:
         return max(ev.null_energy() - best(ev) for ev in fit.searched.values())
     return fit.evidence.null_energy() - fit.energy if fit.rows is None and fit.evidence.n <= FIT_ROWS else -np.inf
 
+# %% ../nbs/07a_labelfree.ipynb #e953b903
 def choose(fbar,                  # (N,) unit-norm, centred column
            X1,                    # (N, D) its references' features at $\sigma_k^2$ = 1
            basis,                 # Nystrom basis rows
