@@ -97,7 +97,9 @@ def run_cases(seeds=(0, 1, 2, 3, 4),   # seeds of the synthetic cases (PubFig: t
     return pd.DataFrame(rows)
 
 # %% ../../nbs/experiments/05_labelfree_cases.ipynb #83e3eeb8
-def make_cases_round2(seed, n=500):
+def make_cases_round2(seed: int,     # the cases' random seed
+                      n: int = 500,  # points per case (the 200-reference case has 400, the digits 800)
+                     ) -> dict:
     "Cases of the second round with a known truth: name -> (target, references, truth)."
     rng = np.random.default_rng(seed)
     out = {}
@@ -130,7 +132,9 @@ def make_cases_round2(seed, n=500):
     return out
 
 # %% ../../nbs/experiments/05_labelfree_cases.ipynb #e9b3bf73
-def rule_iterations(ch, fbar):
+def rule_iterations(ch,    # `choose`'s record for the column, with its `history` and `stats`
+                    fbar,  # (N,) the unit-norm, centred column it chose for
+                   ) -> dict:  # rule -> the iteration it stops at
     "The iteration of each candidate stopping rule on the iterates `ch.history` the default's rule saw."
     H = ch.history
     ev = nystrom_evidence(ch.stats, fbar)
@@ -142,7 +146,10 @@ def rule_iterations(ch, fbar):
             "discrepancy": int(reach[0]) if len(reach) else len(H) - 1}
 
 # %% ../../nbs/experiments/05_labelfree_cases.ipynb #88075b80
-def measure_round2(f, G, y, seed, n_labels=20):
+def measure_round2(f, G, y,              # one case: target, references, truth
+                   seed: int,            # seed of the labelled rows drawn for `tune`
+                   n_labels: int = 20,   # labels given to `tune`
+                  ) -> dict:
     "Kendall tau x 100 on the rows `tune` did not see: input, default (joint and not), each stopping rule, best, peers, tune; costs."
     n = len(f)
     lab = np.sort(np.random.default_rng(1000 + seed).choice(n, n_labels, replace=False))
@@ -174,7 +181,8 @@ def measure_round2(f, G, y, seed, n_labels=20):
     return row
 
 # %% ../../nbs/experiments/05_labelfree_cases.ipynb #352a4318
-def run_round2(seeds=(0, 1, 2, 3, 4)):
+def run_round2(seeds=(0, 1, 2, 3, 4),  # seeds of the cases
+              ) -> pd.DataFrame:
     "The second suite: every case of `make_cases_round2` at every seed (a slow measurement: the grid and `tune` for every case)."
     return pd.DataFrame([dict(case=name, seed=s, **measure_round2(f, G_, y, s))
                          for s in seeds for name, (f, G_, y) in make_cases_round2(s).items()])
