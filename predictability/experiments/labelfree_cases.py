@@ -29,7 +29,7 @@ from ..tuning import kendall_tau, tune
 def make_cases(seed: int,     # the cases' random seed
                n: int = 500,  # points per case
               ) -> dict:
-    "Cases with a known truth: name -> (target, references, truth). Targets have Kendall tau about 50-70 to the truth."
+    "Cases with a known truth: name -> (target, references, truth). Targets have Kendall tau x 100 of about 30 to 70 to the truth."
     rng = np.random.default_rng(seed)
     out = {}
     truth = rng.normal(size=n)
