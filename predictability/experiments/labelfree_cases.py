@@ -56,15 +56,18 @@ def make_cases(seed: int,     # the cases' random seed
 # the grid searched with the truth ("best") and by `tune` with 20 labels
 CASE_GRID = {"noise": [0.03, 0.1, 0.3, 1.0], "kernel_scale": [0.5, 2.0], "lam": [1.0, 10.0, 100.0]}
 
+def _labelled_rows(truth, seed: int, n_labels: int):
+    "The rows labelled for `tune` (drawn with seed 1000 + `seed`), and Kendall tau x 100 against `truth` on the others."
+    lab = np.sort(np.random.default_rng(1000 + seed).choice(len(truth), n_labels, replace=False))
+    test = np.setdiff1d(np.arange(len(truth)), lab)
+    return lab, lambda f: kendall_tau(np.asarray(f)[test], truth[test])
+
 def measure_case(target, refs, truth,   # one case
                  seed: int,              # seed of the labelled rows drawn for `tune`
                  n_labels: int = 20,     # labels given to `tune`
                 ) -> dict:
     "Kendall tau x 100 on the unlabelled rows: input, default, best with the truth, tune with `n_labels` labels; and costs."
-    n = len(target)
-    lab = np.sort(np.random.default_rng(1000 + seed).choice(n, n_labels, replace=False))
-    test = np.setdiff1d(np.arange(n), lab)
-    tau = lambda f: kendall_tau(np.asarray(f)[test], truth[test])
+    lab, tau = _labelled_rows(truth, seed, n_labels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter(); d = combine(target, refs); t_default = time.perf_counter() - t0
@@ -152,9 +155,7 @@ def measure_round2(f, G, y,              # one case: target, references, truth
                   ) -> dict:
     "Kendall tau x 100 on the rows `tune` did not see: input, default (joint and not), each stopping rule, best, peers, tune; costs."
     n = len(f)
-    lab = np.sort(np.random.default_rng(1000 + seed).choice(n, n_labels, replace=False))
-    test = np.setdiff1d(np.arange(n), lab)
-    tau = lambda v: kendall_tau(np.asarray(v)[test], y[test])
+    lab, tau = _labelled_rows(y, seed, n_labels)
     row = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
