@@ -6,7 +6,6 @@
 __all__ = ['ard_energy', 'ArdResult', 'fit_ard_gram', 'fit_ard', 'fit_ard_joint', 'plot_relevance']
 
 # %% ../nbs/06_ard.ipynb #d0bef029
-import contextlib
 import warnings
 from dataclasses import dataclass
 
@@ -75,6 +74,7 @@ class ArdResult:
     converged: bool # whether L-BFGS-B met its tolerance (projected gradient small)
     n_iter: int = 0 # L-BFGS-B iterations taken
 
+# %% ../nbs/06_ard.ipynb #39dd7050
 def _check_bounds(bounds):
     try:
         lo, hi = (float(v) for v in bounds)
@@ -122,6 +122,7 @@ def fit_ard_gram(GtG, # $G^\top G$ of the z-scored references, (R, R)
     return ArdResult(sigma=sigma, noise=float(np.exp(th[R])), relevance=sigma / sigma.sum(), energy=float(res.fun),
                      converged=bool(res.success or np.abs(pg).max() < 1e-3), n_iter=int(res.nit))
 
+# %% ../nbs/06_ard.ipynb #1e093021
 def fit_ard(f, # the target predictor, (N,)
             G, # the references, (N, R)
             *,

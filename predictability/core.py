@@ -92,6 +92,7 @@ def check_scalar(x, # the value to check
         raise ValueError(f"`{name}` must be a finite {desc}; got {x!r}.")
     return v
 
+# %% ../nbs/00_core.ipynb #aef45c23
 def check_int(x, # the value to check
               name: str, # the argument's name, quoted in the error message
               *,
@@ -109,6 +110,7 @@ def check_int(x, # the value to check
         raise ValueError(f"`{name}` must be {desc}; got {v}.")
     return v
 
+# %% ../nbs/00_core.ipynb #0b910a77
 def check_bool(x, # the value to check
                name: str, # the argument's name, quoted in the error message
               ) -> bool: # `x` as a bool
@@ -117,6 +119,7 @@ def check_bool(x, # the value to check
         raise ValueError(f"`{name}` must be True or False; got {_describe(x)}.")
     return bool(x)
 
+# %% ../nbs/00_core.ipynb #2bbd2d40
 def check_random_state(random_state, # None, an int >= 0, a SeedSequence, a BitGenerator or a Generator
                        name: str = "random_state", # the argument's name, quoted in the error message
                       ) -> np.random.Generator: # a Generator seeded from `random_state`
@@ -137,6 +140,7 @@ def center(x: np.ndarray, # predictor evaluations, (N,) or (N, K)
     x = np.asarray(x, dtype=np.float64)
     return x - x.mean(axis=0)
 
+# %% ../nbs/00_core.ipynb #0d4c43d2
 def _column_scale(x: np.ndarray) -> np.ndarray:
     "Largest magnitude of each column (1 for an all-zero column), so that x / s lies in [-1, 1]."
     s = np.abs(x).max(axis=0)
@@ -184,6 +188,7 @@ class NormStats:
         scale = np.maximum(np.maximum(np.abs(self.mean), self.std), np.finfo(np.float64).tiny)
         return scale * (self.mean / scale + (self.std / scale) * (np.sqrt(fbar.shape[0]) * fbar))
 
+# %% ../nbs/00_core.ipynb #9d344fa8
 def standardize(x: np.ndarray, # predictor evaluations, (N,) or (N, K); no constant column
                 name: str = "x", # the argument's name, quoted in the error message
                ) -> np.ndarray: # the z-scores, the same shape
@@ -222,6 +227,7 @@ def numba_cache_dir() -> Path | None:
         return None
     return d
 
+# %% ../nbs/00_core.ipynb #41303fb4
 def jit(fn=None, # the function to compile; None: return a decorator
         **options, # Numba options overriding `JIT_OPTIONS`
        ):

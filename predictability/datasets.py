@@ -20,6 +20,7 @@ def pubfig_default_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base).expanduser() / "predictability" / "pubfig"
 
+# %% ../nbs/11_datasets.ipynb #91de5fd0
 def _as_mat(p) -> Path | None:
     p = Path(p).expanduser()
     if p.is_dir():
@@ -53,6 +54,7 @@ class PubFig:
     @property
     def n_images(self) -> int: return self.features.shape[0]
 
+# %% ../nbs/11_datasets.ipynb #6c3a91ed
 def _names(cell) -> list:
     return [str(np.asarray(c).ravel()[0]) for c in np.asarray(cell, dtype=object).ravel()]
 

@@ -87,6 +87,7 @@ def _choose_C(Z, y, Cs, n_splits, seed):
             auc[i] += roc_auc_score(y[b], model.decision_function(Z[b]))
     return float(Cs[int(np.argmax(auc))])
 
+# %% ../nbs/12_demo.ipynb #c44966e2
 def train_baselines(X, # (N, D) features
                     Y, # (N, T) binary labels (only the rows `train` are read)
                     train, # indices of the training rows
@@ -174,6 +175,7 @@ class DemoReport:
     def _repr_markdown_(self):
         return self.to_markdown()
 
+# %% ../nbs/12_demo.ipynb #1f6988d8
 def chosen_table(rep: DemoReport, # what `run_demo` returned
                 ) -> pd.DataFrame: # one row per method: settings, iteration, validation scores
     "The settings and iteration `tune` chose for each method, with the validation score of the choice and of f0."
@@ -182,6 +184,7 @@ def chosen_table(rep: DemoReport, # what `run_demo` returned
                                              "validation (f0)": round(c["val_score_f0"], 2)}
                          for m, c in rep.chosen.items()}).T
 
+# %% ../nbs/12_demo.ipynb #185be897
 def markdown_table(df: pd.DataFrame, # the table; its index becomes the first column
                    digits: int = 2, # decimals of the numbers
                   ) -> str: # GitHub Markdown
@@ -207,6 +210,7 @@ def _relevance_figure(W, names, path):
     fig.savefig(path)
     return fig
 
+# %% ../nbs/12_demo.ipynb #530065d7
 def _iterations_figure(curves, val_curves, chosen, path):
     "Mean test (solid) and validation (dotted) tau per iteration of each method's chosen setting; f0 as a reference line."
     from matplotlib.figure import Figure
@@ -265,7 +269,106 @@ def _readme(rep: "DemoReport", settings: dict) -> str:
               ", ".join(f"{k}: {v:.1f}" for k, v in rep.timings.items()), ""]
     return "\n".join(lines)
 
-# %% ../nbs/12_demo.ipynb #3b716281
+# %% ../nbs/12_demo.ipynb #11f785aa
+def _check_demo_args(methods, grid, n_iter, out_dir):
+    "(methods, each method's grid, the report folder or None) from `run_demo`'s arguments, checked."
+    methods = tuple(methods)
+    bad = [m for m in methods if m not in DEMO_GRIDS]
+    if not methods or bad:
+        raise ValueError(f"`methods` must be a non-empty subset of {tuple(DEMO_GRIDS)}; got {methods}.")
+    grid = {} if grid is None else dict(grid)
+    if set(grid) - set(DEMO_GRIDS) or not all(isinstance(g, dict) and g for g in grid.values()):
+        raise ValueError(f"`grid` must map methods ({tuple(DEMO_GRIDS)}) to non-empty grids "
+                         "{'noise': [...], 'kernel_scale': [...], 'lam': [...]}; got " + repr(grid))
+    grids = {m: grid.get(m, DEMO_GRIDS[m]) for m in methods}
+    if int(n_iter) != n_iter or n_iter < 1:
+        raise ValueError(f"`n_iter` must be a positive integer; got {n_iter}.")
+    out = None if out_dir is None else Path(out_dir)
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"`out_dir` {str(out)!r} exists and is not a folder.")
+    return methods, grids, out
+
+# %% ../nbs/12_demo.ipynb #796ee8e4
+def _demo_data(data, log):
+    "(X, Y, names): the Yeast data when `data` is None, else `data` checked and converted."
+    if data is None:
+        log("loading the Yeast data ...")
+        return load_yeast()
+    X, Y, names = data
+    X = np.asarray(X, dtype=np.float64); Y = np.asarray(Y).astype(int); names = list(names)
+    if Y.ndim != 2 or len(names) != Y.shape[1]:
+        raise ValueError(f"`data` must be (X (N, D), Y (N, T), T names); got Y {Y.shape}, {len(names)} names.")
+    return X, Y, names
+
+# %% ../nbs/12_demo.ipynb #beed5fb2
+@dataclass
+class _Baselines:
+    F0: np.ndarray      # (N, T') the baselines of the classes kept
+    kept: np.ndarray    # the classes kept (columns of Y)
+    dropped: np.ndarray # the classes with too few positives or negatives among the training genes
+    Cs: np.ndarray      # the C of each kept class's baseline
+    tasks: list         # the kept classes' names
+    Yk: np.ndarray      # (N, T') the kept classes' labels
+    first: np.ndarray   # the first class of each distinct baseline
+    col: np.ndarray     # class j -> its column of Fu
+    merged: list        # the groups of classes with identical baselines
+    Fu: np.ndarray      # (N, U) the distinct baselines: what the methods combine
+
+# %% ../nbs/12_demo.ipynb #1e587c38
+def _demo_baselines(X, Y, names, train, C, min_count, random_state, log) -> _Baselines:
+    "Train the baselines on the rows `train`, drop the classes too rare to train and merge identical baselines."
+    F0, kept, dropped, Cs = train_baselines(X, Y, train, C=C, min_count=min_count, random_state=random_state)
+    tasks = [names[k] for k in kept]
+    if dropped.size:
+        log(f"dropped (fewer than {min_count} positives or negatives in training): " + ", ".join(names[k] for k in dropped))
+    if len(kept) < 2:
+        raise ValueError(f"only {len(kept)} class(es) have {min_count} positives and negatives among the "
+                         f"{len(train)} training rows; combining needs at least 2. Increase `n_train`.")
+    first, col = unique_columns(F0)                         # classes with identical baselines enter once
+    merged = [[tasks[j] for j in np.flatnonzero(col == u)] for u in range(len(first)) if (col == u).sum() > 1]
+    if merged:
+        log("identical baselines (same training labels), combined as one: " + "; ".join(" = ".join(g) for g in merged))
+    if len(first) < 2:
+        raise ValueError("all the classes kept have identical training labels; combining needs 2 distinct baselines.")
+    return _Baselines(F0, kept, dropped, Cs, tasks, Y[:, kept], first, col, merged, F0[:, first])
+
+# %% ../nbs/12_demo.ipynb #0114ab57
+def _run_method(m, b: _Baselines, W, grid, val, test, n_iter, n_basis, progress, log, timings):
+    "Method `m` tuned on the rows `val`: its column of the table, its choice, its test and validation curves."
+    metric = lambda pred, labels: mean_kendall(pred[:, b.col], labels)   # every class counts, merged or not
+    t = time.perf_counter()
+    log(f"tuning {_LABELS[m]}: {int(np.prod([len(v) for v in grid.values()]))} setting(s) x {n_iter} iterations ...")
+    kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
+    tr = tune(b.Fu, None, b.Yk[val], val, metric=metric, grid=grid, n_iter=n_iter, method=m, progress=progress, **kw)
+    timings[f"tune {m}"] = time.perf_counter() - t
+    pred = tr.result.prediction[:, b.col]
+    column = [kendall_tau(pred[test, j], b.Yk[test, j]) for j in range(len(b.kept))]
+    f0_val = mean_kendall(b.F0[val], b.Yk[val])
+    chosen = {"params": dict(tr.params), "n_iter": int(tr.n_iter), "val_score": float(tr.score), "val_score_f0": f0_val}
+    log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
+    t = time.perf_counter()                                 # the held-out curve of the chosen setting
+    full = tr.result if tr.n_iter == n_iter else combine(b.Fu, None, method=m, n_iter=n_iter, progress=False,
+                                                          **kw, **tr.params)
+    curve = [metric(h[test], b.Yk[test]) for h in full.history]
+    val_curve = [metric(h[val], b.Yk[val]) for h in full.history]
+    timings[f"curve {m}"] = time.perf_counter() - t
+    return column, chosen, curve, val_curve
+
+# %% ../nbs/12_demo.ipynb #7445902d
+def _write_report(rep, out: Path, b: _Baselines, val_curves, settings: dict) -> dict:
+    "Write table.csv, table.md, relevance.png, iterations.png and README.md of `rep` to `out`; their paths."
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {k: out / k for k in ("table.csv", "table.md", "relevance.png", "iterations.png", "README.md")}
+    rep.table.to_csv(paths["table.csv"], float_format="%.4f")
+    paths["table.md"].write_text(rep.to_markdown() + "\n", encoding="utf-8")
+    names = ["=".join(t for j, t in enumerate(b.tasks) if b.col[j] == u) for u in range(len(b.first))]
+    _relevance_figure(rep.relevance, names, paths["relevance.png"])
+    _iterations_figure(rep.curves, val_curves, rep.chosen, paths["iterations.png"])
+    rep.paths = paths
+    paths["README.md"].write_text(_readme(rep, settings), encoding="utf-8")
+    return paths
+
+# %% ../nbs/12_demo.ipynb #aa7eddd0
 def run_demo(out_dir="predictability-demo", # folder for the report's files; None: write nothing
              *,
              n_train: int = 150, # labelled genes the baselines are trained on
@@ -288,102 +391,34 @@ def run_demo(out_dir="predictability-demo", # folder for the report's files; Non
     def log(msg):
         if progress:
             print(f"[demo] {msg}", file=sys.stderr, flush=True)
-    methods = tuple(methods)
-    bad = [m for m in methods if m not in DEMO_GRIDS]
-    if not methods or bad:
-        raise ValueError(f"`methods` must be a non-empty subset of {tuple(DEMO_GRIDS)}; got {methods}.")
-    grid = {} if grid is None else dict(grid)
-    if set(grid) - set(DEMO_GRIDS) or not all(isinstance(g, dict) and g for g in grid.values()):
-        raise ValueError(f"`grid` must map methods ({tuple(DEMO_GRIDS)}) to non-empty grids "
-                         "{'noise': [...], 'kernel_scale': [...], 'lam': [...]}; got " + repr(grid))
-    grids = {m: grid.get(m, DEMO_GRIDS[m]) for m in methods}
-    if int(n_iter) != n_iter or n_iter < 1:
-        raise ValueError(f"`n_iter` must be a positive integer; got {n_iter}.")
-    out = None if out_dir is None else Path(out_dir)
-    if out is not None and out.exists() and not out.is_dir():
-        raise ValueError(f"`out_dir` {str(out)!r} exists and is not a folder.")
-
+    methods, grids, out = _check_demo_args(methods, grid, n_iter, out_dir)
     t = time.perf_counter()
-    if data is None:
-        log("loading the Yeast data ...")
-        X, Y, names = load_yeast()
-    else:
-        X, Y, names = data
-        X = np.asarray(X, dtype=np.float64); Y = np.asarray(Y).astype(int); names = list(names)
-        if Y.ndim != 2 or len(names) != Y.shape[1]:
-            raise ValueError(f"`data` must be (X (N, D), Y (N, T), T names); got Y {Y.shape}, {len(names)} names.")
+    X, Y, names = _demo_data(data, log)
     timings["load"] = time.perf_counter() - t
     train, val, test = split_rows(len(X), n_train, n_val, random_state)
-
-    # Every matrix here is small (N = 2,417): multi-threaded BLAS only adds spinning, and on a loaded 2-core
-    # machine it made this part 10x slower; NPC's kernel sums use worker threads of their own.
+    # Every matrix here is small (N = 2,417): multi-threaded BLAS only adds spinning, and contends with the worker
+    # threads NPC's kernel sums start of their own.
     with one_blas_thread():
         t = time.perf_counter()
         log(f"training {Y.shape[1]} baselines on {len(train)} genes ...")
-        F0, kept, dropped, Cs = train_baselines(X, Y, train, C=C, min_count=min_count, random_state=random_state)
+        b = _demo_baselines(X, Y, names, train, C, min_count, random_state, log)
         timings["baselines"] = time.perf_counter() - t
-        tasks = [names[k] for k in kept]
-        if dropped.size:
-            log(f"dropped (fewer than {min_count} positives or negatives in training): "
-                + ", ".join(names[k] for k in dropped))
-        if len(kept) < 2:
-            raise ValueError(f"only {len(kept)} class(es) have {min_count} positives and negatives among the "
-                             f"{len(train)} training rows; combining needs at least 2. Increase `n_train`.")
-        Yk = Y[:, kept]
-        first, col = unique_columns(F0)                         # classes with identical baselines enter once
-        merged = [[tasks[j] for j in np.flatnonzero(col == u)] for u in range(len(first)) if (col == u).sum() > 1]
-        if merged:
-            log("identical baselines (same training labels), combined as one: "
-                + "; ".join(" = ".join(g) for g in merged))
-        if len(first) < 2:
-            raise ValueError("all the classes kept have identical training labels; combining needs 2 distinct baselines.")
-        Fu = F0[:, first]
-        metric = lambda pred, labels: mean_kendall(pred[:, col], labels)   # every class counts, merged or not
-
         t = time.perf_counter()
-        W = fit_ard_joint(Fu)                                   # shared by every NPC setting, and the figure
+        W = fit_ard_joint(b.Fu)                                 # shared by every NPC setting, and the figure
         timings["ard"] = time.perf_counter() - t
-
-        table = {"f0": [kendall_tau(F0[test, j], Yk[test, j]) for j in range(len(kept))]}
+        table = {"f0": [kendall_tau(b.F0[test, j], b.Yk[test, j]) for j in range(len(b.kept))]}
         curves, val_curves, chosen = {}, {}, {}
         for m in methods:
-            t = time.perf_counter()
-            n_set = int(np.prod([len(v) for v in grids[m].values()]))
-            log(f"tuning {_LABELS[m]}: {n_set} setting(s) x {n_iter} iterations ...")
-            kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
-            tr = tune(Fu, None, Yk[val], val, metric=metric, grid=grids[m], n_iter=n_iter, method=m,
-                      progress=progress, **kw)
-            timings[f"tune {m}"] = time.perf_counter() - t
-            pred = tr.result.prediction[:, col]
-            table[m] = [kendall_tau(pred[test, j], Yk[test, j]) for j in range(len(kept))]
-            f0_val = mean_kendall(F0[val], Yk[val])
-            chosen[m] = {"params": dict(tr.params), "n_iter": int(tr.n_iter), "val_score": float(tr.score),
-                         "val_score_f0": f0_val}
-            log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
-            t = time.perf_counter()                             # the held-out curve of the chosen setting
-            full = tr.result if tr.n_iter == n_iter else combine(Fu, None, method=m, n_iter=n_iter, progress=False,
-                                                                  **kw, **tr.params)
-            curves[m] = [metric(h[test], Yk[test]) for h in full.history]
-            val_curves[m] = [metric(h[val], Yk[val]) for h in full.history]
-            timings[f"curve {m}"] = time.perf_counter() - t
-
-    table = pd.DataFrame(table, index=pd.Index(tasks, name="class"))
+            table[m], chosen[m], curves[m], val_curves[m] = _run_method(m, b, W, grids[m], val, test, n_iter, n_basis,
+                                                                        progress, log, timings)
+    table = pd.DataFrame(table, index=pd.Index(b.tasks, name="class"))
     table.loc["mean"] = table.mean(axis=0)
-    curves = pd.DataFrame(curves).rename_axis("iteration")
-    val_curves = pd.DataFrame(val_curves).rename_axis("iteration")
     timings["total"] = time.perf_counter() - t_start
-    rep = DemoReport(table, chosen, curves, W, tasks, [names[k] for k in dropped],
-                     {"train": len(train), "val": len(val), "test": len(test)}, merged, {}, timings)
+    rep = DemoReport(table, chosen, pd.DataFrame(curves).rename_axis("iteration"), W, b.tasks,
+                     [names[k] for k in b.dropped], {"train": len(train), "val": len(val), "test": len(test)},
+                     b.merged, {}, timings)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {k: out / k for k in ("table.csv", "table.md", "relevance.png", "iterations.png", "README.md")}
-        table.to_csv(paths["table.csv"], float_format="%.4f")
-        paths["table.md"].write_text(rep.to_markdown() + "\n", encoding="utf-8")
-        _relevance_figure(W, ["=".join(t for j, t in enumerate(tasks) if col[j] == u) for u in range(len(first))],
-                          paths["relevance.png"])
-        _iterations_figure(curves, val_curves, chosen, paths["iterations.png"])
-        rep.paths = paths
         settings = dict(random_state=random_state, n=len(X), d=X.shape[1], n_tasks=Y.shape[1], min_count=min_count,
-                        Cs=Cs, n_iter=n_iter, n_basis=n_basis, grids=grids)
-        paths["README.md"].write_text(_readme(rep, settings), encoding="utf-8")
+                        Cs=b.Cs, n_iter=n_iter, n_basis=n_basis, grids=grids)
+        _write_report(rep, out, b, pd.DataFrame(val_curves).rename_axis("iteration"), settings)
     return rep

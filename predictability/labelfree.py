@@ -4,18 +4,14 @@
 
 # %% auto #0
 __all__ = ['NOISE_BOUNDS', 'WIDTH_BOUNDS', 'WIDTH_GRID', 'FIT_ROWS', 'WIDTH_TOL', 'SEARCH_BASIS', 'KAPPA', 'KAPPA_DECISIVE',
-           'DECISIVE', 'SHARED_R2', 'CASE_GRID', 'NystromEvidence', 'nystrom_evidence', 'GPFit', 'fit_gp',
-           'RelevanceTest', 'relevance_test', 'relevance_test_widths', 'stopping_iteration', 'mutual_r2',
-           'LabelFreeChoice', 'choose', 'peers', 'make_cases', 'measure_case', 'run_cases']
+           'DECISIVE', 'SHARED_R2', 'NystromEvidence', 'nystrom_evidence', 'GPFit', 'fit_gp', 'RelevanceTest',
+           'relevance_test', 'relevance_test_widths', 'stopping_iteration', 'mutual_r2', 'LabelFreeChoice', 'choose',
+           'peers']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
-import itertools
-import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from scipy import optimize, stats
 
 from .core import as_predictors, check_scalar, normalize, one_blas_thread, orient, standardize
@@ -40,6 +36,8 @@ def _derivative_stats(stats: KernelStats, Y: np.ndarray, block_rows: int = 4096)
         dks += dK.sum(0)
         dKY += dK.T @ Y[s:s + block_rows]
     return dM, dks, dKY
+
+# %% ../nbs/07a_labelfree.ipynb #1d367469
 @dataclass(eq=False)
 class NystromEvidence:
     "The Nyström GP's marginal likelihood of targets $\\mathbf y=\\sqrt N\\overline{\\mathbf f}$ at one kernel width, in the eigenbasis of $S=\\Psi^\\top M_c\\Psi$; made by `nystrom_evidence`."
@@ -93,6 +91,7 @@ class NystromEvidence:
         m = self.stats.matvec(u)
         return m - m.mean()
 
+# %% ../nbs/07a_labelfree.ipynb #231a330b
 def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`kernel_stats`)
                      fbar,                 # (N,) or (N, k) unit-norm, centred target(s)
                      *,
@@ -138,6 +137,7 @@ class GPFit:
     rows: np.ndarray | None = field(default=None, repr=False)     # the subsample searched (None: all rows)
     searched: dict = field(default_factory=dict, repr=False)      # log $\sigma_k^2$ -> `NystromEvidence` on those rows
 
+# %% ../nbs/07a_labelfree.ipynb #1b5dff24
 def _stats_at(X1, B1, scale, f, device, precision="float64"):
     s = np.sqrt(scale)
     return kernel_stats(X1 / s, B1 / s, f, device=device, precision=precision)
@@ -175,6 +175,7 @@ def _search_width(fbar, X1, B1, noise, device, max_refine, precision="float64"):
         profiled(float(x))
     return min(cache, key=lambda w: cache[w][0][1]), {w: ev for w, (_, ev) in cache.items()}
 
+# %% ../nbs/07a_labelfree.ipynb #0475a17b
 def fit_gp(fbar,              # (N,) unit-norm, centred target
            X1,                # (N, D) its references' features at $\sigma_k^2$ = 1 (`kernel_features(G, w, 1.0)`)
            basis,             # Nystrom basis rows
@@ -209,7 +210,6 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
     return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows, sel, cache)
 
-
 # %% ../nbs/07a_labelfree.ipynb #850b931a
 def _energies(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
     "The profiled energy (LF1) of every target column of `ev` at every $\\log\\sigma^2$ in `log_noise`: (k, G)."
@@ -233,6 +233,7 @@ def _min_energies(ev: NystromEvidence, noise=None, n_grid: int = 97) -> np.ndarr
     x = np.clip(g[i] + np.clip(step, -(g[1] - g[0]), g[1] - g[0]), g[0], g[-1])
     return np.minimum(E.min(axis=1), _energy_at(ev, x))
 
+# %% ../nbs/07a_labelfree.ipynb #5cf79772
 def _energy_at(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
     "The profiled energy of column j at its own $\\log\\sigma^2$ `log_noise[j]`: (k,)."
     dd, r, s2 = ev.n - 1, ev.d.shape[0], np.exp(log_noise)
@@ -240,6 +241,7 @@ def _energy_at(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
     q = (ev.yy - np.einsum("ik,ik->k", ev.c ** 2, A)) / s2
     return dd * np.log(q / dd) + (dd - r) * log_noise + np.log(ev.d[:, None] + s2[None, :]).sum(0) + dd * (1 + np.log(2 * np.pi))
 
+# %% ../nbs/07a_labelfree.ipynb #55b9df0e
 @dataclass
 class RelevanceTest:
     "The permutation test of `relevance_test`: is the target more predictable from its references than by chance?"
@@ -247,6 +249,7 @@ class RelevanceTest:
     null: np.ndarray              # the same statistic for `n_perm` row permutations of the target
     p_value: float                # (1 + #{null >= statistic}) / (1 + n_perm)
 
+# %% ../nbs/07a_labelfree.ipynb #54a34aef
 def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the target at the chosen width
                    *,
                    noise=None,                 # $\sigma^2$ fixed by the user, or None: re-fitted for every permutation
@@ -267,6 +270,7 @@ def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the targe
     null = lr(perm)
     return RelevanceTest(stat, null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 
+# %% ../nbs/07a_labelfree.ipynb #d863dfc6
 def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
                           X,                    # (N, D) features of its references that do not depend on the target
                           basis,                # Nystrom basis rows
@@ -334,6 +338,7 @@ def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
     resid = 1.0 / np.diag(np.linalg.pinv(C, hermitian=True))   # 1 - R^2_j
     return float(np.clip(np.median(1.0 - resid * (n - 1) / (n - k - 1)), 0.0, 1.0))
 
+# %% ../nbs/07a_labelfree.ipynb #149906f2
 @dataclass
 class LabelFreeChoice:
     "What the label-free rules chose for one column (see `choose`), and why."
@@ -354,6 +359,7 @@ class LabelFreeChoice:
     @property
     def denoised(self) -> bool: return self.n_iter > 0
 
+# %% ../nbs/07a_labelfree.ipynb #29c9c7c0
 def _tested_rows_lr(fit: GPFit, noise) -> float:
     "2 log LR of `fit`'s GP on the rows the guard tested (its width search's, at their best width); -inf if unknown."
     if fit.searched:                                   # the search's evidences are on exactly those rows
@@ -361,6 +367,7 @@ def _tested_rows_lr(fit: GPFit, noise) -> float:
         return max(ev.null_energy() - best(ev) for ev in fit.searched.values())
     return fit.evidence.null_energy() - fit.energy if fit.rows is None and fit.evidence.n <= FIT_ROWS else -np.inf
 
+# %% ../nbs/07a_labelfree.ipynb #e953b903
 def choose(fbar,                  # (N,) unit-norm, centred column
            X1,                    # (N, D) its references' features at $\sigma_k^2$ = 1
            basis,                 # Nystrom basis rows
@@ -438,75 +445,3 @@ def peers(target,             # (N,) the target predictor
     A = np.c_[Z[:, 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
     _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their correlation matrix
     return A.mean(axis=1), orient(A @ V[:, -1], Z[:, 0])
-
-# %% ../nbs/07a_labelfree.ipynb #be867075
-def make_cases(seed: int,     # the cases' random seed
-               n: int = 500,  # points per case
-              ) -> dict:
-    "Cases with a known truth: name -> (target, references, truth). Targets have Kendall tau about 50-70 to the truth."
-    rng = np.random.default_rng(seed)
-    out = {}
-    truth = rng.normal(size=n)
-    out["irrelevant"] = (truth + 0.6 * rng.normal(size=n), rng.normal(size=(n, 8)), truth)
-    G = rng.normal(size=(n, 6))
-    truth = np.tanh(G[:, 0] + G[:, 1]) + 0.5 * G[:, 2]
-    out["clean relevant"] = (truth + 0.7 * rng.normal(size=n), G, truth)
-    Z = rng.normal(size=(n, 3))
-    T = np.tanh(Z @ rng.normal(size=(3, 7))) + 0.3 * np.sin(2 * Z @ rng.normal(size=(3, 7)))
-    F = T + 0.8 * rng.normal(size=T.shape)
-    out["related tasks"] = (F[:, 0], F[:, 1:], T[:, 0])
-    e = rng.normal(size=n)
-    F = T + 0.6 * e[:, None] + 0.4 * rng.normal(size=T.shape)
-    out["shared errors"] = (F[:, 0], F[:, 1:], T[:, 0])
-    G = rng.normal(size=(n, 6))
-    truth = G[:, 0] * G[:, 1]
-    out["XOR"] = (truth + 0.7 * rng.normal(size=n), G, truth)
-    G = rng.normal(size=(n, 8))
-    truth = np.minimum(G[:, 0], G[:, 1])
-    out["AND among irrelevant"] = (truth + 0.7 * rng.normal(size=n), G, truth)
-    return out
-
-# the grid searched with the truth ("best") and by `tune` with 20 labels
-CASE_GRID = {"noise": [0.03, 0.1, 0.3, 1.0], "kernel_scale": [0.5, 2.0], "lam": [1.0, 10.0, 100.0]}
-
-def measure_case(target, refs, truth,   # one case
-                 seed: int,              # seed of the labelled rows drawn for `tune`
-                 n_labels: int = 20,     # labels given to `tune`
-                ) -> dict:
-    "Kendall tau x 100 on the unlabelled rows: input, default, best with the truth, tune with `n_labels` labels; and costs."
-    from predictability.combination import combine
-    from predictability.tuning import kendall_tau, tune
-    n = len(target)
-    lab = np.sort(np.random.default_rng(1000 + seed).choice(n, n_labels, replace=False))
-    test = np.setdiff1d(np.arange(n), lab)
-    tau = lambda f: kendall_tau(np.asarray(f)[test], truth[test])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t0 = time.perf_counter(); d = combine(target, refs); t_default = time.perf_counter() - t0
-        t0 = time.perf_counter(); fx = combine(target, refs, noise=0.1, kernel_scale=1.0, n_iter=20)
-        t_fixed = time.perf_counter() - t0
-        best = max([tau(h) for h in fx.history] + [tau(h) for h in d.history])
-        for nz, ks, lam in itertools.product(*CASE_GRID.values()):
-            r = combine(target, refs, noise=nz, kernel_scale=ks, lam=lam, n_iter=20, joint=False)
-            best = max(best, max(tau(h) for h in r.history))
-        tu = tune(target, refs, truth[lab], lab, grid=CASE_GRID, joint=False, progress=False)
-    return dict(input=tau(target), default=tau(d.prediction), best=best, tune=tau(tu.result.prediction),
-                former_default=tau(fx.prediction), n_iter=d.params["n_iter"], t_default=t_default, t_fixed=t_fixed)
-
-def run_cases(seeds=(0, 1, 2, 3, 4),   # seeds of the synthetic cases (PubFig: the first, for the labels drawn)
-              pubfig: bool = True,      # add the 11 PubFig attributes when `pubfig_path()` finds the data
-              progress: bool = True,    # a tqdm bar over the cases
-             ) -> pd.DataFrame:
-    "The whole suite: every case and seed, and the 11 PubFig attributes (the rankers' scores as targets), as one table."
-    from tqdm import tqdm
-    from predictability.datasets import load_pubfig, pubfig_path
-    seeds = list(seeds)
-    rows = []
-    jobs = [(s, name, c) for s in seeds for name, c in make_cases(s).items()]
-    if pubfig and pubfig_path() is not None:
-        pf = load_pubfig()
-        S, A = pf.baseline_scores, pf.attributes
-        jobs += [(s, "PubFig", (S[:, a], np.delete(S, a, axis=1), A[:, a])) for a in range(S.shape[1]) for s in seeds[:1]]
-    for s, name, (f, G, y) in tqdm(jobs, disable=not progress):
-        rows.append(dict(case=name, seed=s, **measure_case(f, G, y, s)))
-    return pd.DataFrame(rows)

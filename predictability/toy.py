@@ -23,6 +23,7 @@ class ToyProblem:
     G: np.ndarray     # (n, 2) the binary references $[\mathbf g_1,\mathbf g_2]$
     f_gt: np.ndarray  # (n,) the ground truth $\mathbf f_\text{GT}$
 
+# %% ../nbs/10_toy.ipynb #23b137a8
 def make_toy(problem: int, # 1: $\mathbf f_\text{GT}=\mathbf g_1-\mathbf g_2$; 2: $\operatorname{XOR}(\mathbf g_1,\mathbf g_2)$
              n: int = 100, # number of points
              noise: float = 1.0, # standard deviation of the Gaussian noise $\boldsymbol\epsilon$ added to $\mathbf f_\text{GT}$
@@ -98,6 +99,7 @@ def run_toy(problem: ToyProblem, # one draw from `make_toy`
                            for ks in settings["npc"]["kernel_scale"]])
     return acc
 
+# %% ../nbs/10_toy.ipynb #a094e4bf
 def toy_table(n_seeds: int = 10, # draws per toy problem
               n: int = 100, # points per draw
               noise: float = 1.0, # noise standard deviation of $\mathbf f^0$

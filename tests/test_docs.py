@@ -362,6 +362,7 @@ API_FIRST_PAGES = (
     'experiments/pays.html',
     'experiments/rankers.html',
     'experiments/pubfig.html',
+    'experiments/labelfree_cases.html',
 )
 _re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
 

@@ -121,3 +121,36 @@ def test_show_doc_outputs_are_current():
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "refresh_show_doc.py"), "--check"], cwd=ROOT,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def _package_imports():
+    "module -> the package modules it imports, from every `from .x import` / `from predictability.x import` line"
+    import ast
+    pkg = ROOT / "predictability"
+    mods = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+            for p in pkg.rglob("*.py") if p.name != "_modidx.py"}
+    graph = {}
+    for mod, path in mods.items():
+        parts = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = parts[:len(parts) - node.level + 1] if node.level else []
+                target = ".".join(base + (node.module.split(".") if node.module else []))
+                names = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+                deps |= {n for n in names if n in mods and n != mod}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name in mods and a.name != mod}
+        graph[mod] = deps
+    return graph
+
+
+def test_package_imports_have_no_cycle():
+    "The package's modules import each other without a cycle, counting imports inside functions too"
+    import graphlib
+    graph = _package_imports()
+    assert sum(map(len, graph.values())) > 20, "the import lines were not found"
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        raise AssertionError(f"import cycle: {' -> '.join(e.args[1])}") from None

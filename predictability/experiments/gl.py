@@ -22,6 +22,7 @@ def rkhs_gram(coef,           # (N', P) dual coefficients of P predictors in one
     "Inner products $\\langle\\mathbf w_p,\\mathbf w_q\\rangle=\\mathbf a_p^\\top K\\mathbf a_q$ (P, P) of predictors with dual coefficients `coef` (N', P)."
     return coef.T @ K_BB @ coef
 
+# %% ../../nbs/experiments/01_gl.ipynb #e908e3fa
 def rkhs_sq_distances(coef,   # (N', P) dual coefficients of P predictors in one basis
                       K_BB,   # (N', N') kernel matrix of the basis
                      ) -> np.ndarray:
@@ -30,6 +31,7 @@ def rkhs_sq_distances(coef,   # (N', P) dual coefficients of P predictors in one
     d = np.diag(G)
     return np.maximum(d[:, None] + d[None, :] - 2.0 * G, 0.0)
 
+# %% ../../nbs/experiments/01_gl.ipynb #716a9ff4
 def _check_coef(coef, K_BB):
     coef = np.asarray(coef, dtype=np.float64)
     K_BB = np.asarray(K_BB, dtype=np.float64)
@@ -44,6 +46,7 @@ def _check_coef(coef, K_BB):
         raise ValueError("`coef` and `K_BB` must be finite.")
     return coef, K_BB
 
+# %% ../../nbs/experiments/01_gl.ipynb #086fbbb3
 def unit_norm(coef,           # (N', P) dual coefficients of P predictors in one basis
               K_BB,           # (N', N') kernel matrix of the basis
              ) -> np.ndarray:
@@ -106,6 +109,7 @@ class GLPool:
         "Evaluate dual coefficients `coef` (N',) or (T, N') (e.g. a `gl_combine` history) on `X` (M, D): (M,) or (T, M)."
         return np.asarray(coef) @ rbf_kernel(_check_X(X), self.basis, self.kernel_scale).T
 
+# %% ../../nbs/experiments/01_gl.ipynb #098a9782
 def _best_kernel_svm(X, y, Xv, yv, grid, basis, max_pairs, seed):
     best = None
     for params in grid:
@@ -127,6 +131,7 @@ def _check_pool_inputs(X_train, Y_train, X_val, Y_val, X_unlabelled):
         raise ValueError("`X_train`, `X_val` and `X_unlabelled` must have the same number of features.")
     return X_train, Y_train, X_val, Y_val, np.vstack(parts)
 
+# %% ../../nbs/experiments/01_gl.ipynb #6055a336
 def gl_pool(X_train,                    # labelled training inputs (N, D)
             Y_train,                    # their labels (N, P), one column per task
             X_val,                      # validation inputs (M, D): C and sigma_k^2 are tuned on these
@@ -204,6 +209,7 @@ def gl_shared_pools(X_train,                 # labelled training inputs (N, D)
             pools.append(GLPool(np.stack(coef, axis=1), K_BB, basis, ks, None, params, np.array(taus)))
     return pools
 
+# %% ../../nbs/experiments/01_gl.ipynb #64258fd7
 def best_pool(pools: list,              # `GLPool`s from `gl_shared_pools`, one per width
               target: int,              # the target's column
              ) -> GLPool:

@@ -24,6 +24,7 @@ class ResidualStats:
     residual_share: float # mean share of a standardised column's variance that is residual
     corr: np.ndarray      # (P, P) correlation matrix of the residuals
 
+# %% ../../nbs/experiments/04_pays.ipynb #06379a13
 def _group_residual(z, g):
     u, inv = np.unique(g, return_inverse=True)
     if len(u) > len(z) // 3:                      # continuous labels: residual from a line in the label
@@ -49,6 +50,7 @@ def residuals(F,                # (n, P) predictors on labelled rows
     Z = (F - F.mean(0)) / sd
     return np.column_stack([_group_residual(Z[:, p], y[:, p]) for p in range(F.shape[1])])
 
+# %% ../../nbs/experiments/04_pays.ipynb #e580716f
 def residual_correlation(F,                # (n, P) predictors on labelled rows
                          labels,           # (n,) one label per row, or (n, P) one per column
                         ) -> ResidualStats:
@@ -62,6 +64,7 @@ def residual_correlation(F,                # (n, P) predictors on labelled rows
     return ResidualStats(float(off.mean()), float(off.max()), float(ev[:3].sum() / ev.sum()),
                          float(np.mean(E.var(0))), R)
 
+# %% ../../nbs/experiments/04_pays.ipynb #7931efd5
 def decorrelate_residuals(F,                      # (N, P) predictors
                           groups,                 # (N,) group of each row (on PubFig: the person)
                           *, shared: bool = False,  # one permutation for all columns (keeps the correlation)
@@ -99,6 +102,7 @@ class GainEstimate:
     mean_gain: float         # the mean of `gain` over the columns
     advice: str              # a sentence: combine, or average, or neither
 
+# %% ../../nbs/experiments/04_pays.ipynb #734d2785
 def _advice(r, g):
     if r >= 0.3:
         s = "the predictors' errors are strongly shared; combination removes little of them"

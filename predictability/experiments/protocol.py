@@ -42,6 +42,7 @@ class Split:
         "The rows the combination runs on: validation, test, then (with `combine_train`) the training rows."
         return np.r_[self.val, self.test, self.train] if self.combine_train else self.unlabelled
 
+# %% ../../nbs/experiments/02_protocol.ipynb #22ab1f95
 def make_split(n: int,                   # number of rows N
                n_train: int,             # rows that train the initial predictors
                n_val: int | None = None, # labelled validation rows; None: `n_train` (the paper's even split)
@@ -81,6 +82,7 @@ class Method:
             out.append(h)
         return out
 
+# %% ../../nbs/experiments/02_protocol.ipynb #f6e39238
 def expand_grid(grid: dict | list | None,  # dict of lists (their product), list of settings, or None (one empty setting)
                ) -> list:
     "A dict of lists -> the list of its settings (their product); a list is returned as is."
@@ -90,6 +92,7 @@ def expand_grid(grid: dict | list | None,  # dict of lists (their product), list
         return [dict(zip(grid, v)) for v in itertools.product(*grid.values())]
     return list(grid)
 
+# %% ../../nbs/experiments/02_protocol.ipynb #e07aea31
 def _key(F, method, kw):
     plain = tuple(sorted((k, v) for k, v in kw.items() if k != "ard"))
     ard = kw.get("ard")
@@ -175,6 +178,7 @@ def score_history(history: np.ndarray,   # (T+1, N, P) one history
             out[t, b] = fn(pred[:, 0] if len(cols) == 1 else pred, y[ok, b])
     return out
 
+# %% ../../nbs/experiments/02_protocol.ipynb #cee59c85
 def choose(scores: list,  # one (T_s+1, B) array of validation scores per setting
           ) -> tuple:
     "From a list over settings of (T_s+1, B) validation scores: per target the (setting, iteration, score)."
@@ -186,6 +190,7 @@ def choose(scores: list,  # one (T_s+1, B) array of validation scores per settin
     k = flat.argmax(0)                                          # the first maximum
     return k % len(scores), k // len(scores), flat[k, np.arange(flat.shape[1])]
 
+# %% ../../nbs/experiments/02_protocol.ipynb #85be9369
 def assemble(histories: list,   # one (T+1, N, P) history per setting
              setting,            # (B,) chosen setting per target
              iteration,          # (B,) chosen iteration per target
@@ -207,6 +212,7 @@ class SplitResult:
     iteration: dict               # method -> (B,) chosen iteration
     prediction: dict              # method -> (N_rows, P) chosen prediction (with `keep_predictions`)
 
+# %% ../../nbs/experiments/02_protocol.ipynb #2be39026
 def evaluate_split(F,                 # (N, P) initial predictors on all rows
                    labels,            # (N, B) labels of every target (only val and test rows are read)
                    split: Split,      # the rows
@@ -256,6 +262,7 @@ def run_splits(F_fn: Callable,         # split -> (N, P) initial predictors (tra
             out.setdefault(k, []).append(v)
     return {k: np.asarray(v) for k, v in out.items()}
 
+# %% ../../nbs/experiments/02_protocol.ipynb #bb795713
 def paired_test(a,     # (S,) scores of a method over S splits
                 b,     # (S,) the baseline's scores on the same splits
                ) -> tuple:
@@ -265,6 +272,7 @@ def paired_test(a,     # (S,) scores of a method over S splits
         return float(d.mean()), 0.0, 1.0 if np.allclose(d, 0) else 0.0
     return float(d.mean()), float(d.std(ddof=1)), float(stats.ttest_rel(a, b).pvalue)
 
+# %% ../../nbs/experiments/02_protocol.ipynb #124bc796
 def _mark(mean, p, alpha):
     return "+" if (p < alpha and mean > 0) else "-" if (p < alpha and mean < 0) else ""
 
@@ -286,6 +294,7 @@ def summary(scores: dict,          # method -> (S, B) scores over S splits
                              gain=g, gain_std=sd, p=p, significant=_mark(g, p, alpha)))
     return pd.DataFrame(rows)
 
+# %% ../../nbs/experiments/02_protocol.ipynb #9fd2ca31
 def paper_table(scores: dict,      # method -> (S, B) scores over S splits
                 *, baseline: str = "f0",  # the method the gains are measured against
                 names=None,        # B target names; None: 1..B
@@ -327,6 +336,7 @@ class ImproveResult:
     prediction: np.ndarray        # (N, P) improved predictions
     table: pd.DataFrame           # per column: method, setting, iteration, input and chosen score on the labels
 
+# %% ../../nbs/experiments/02_protocol.ipynb #997f9a09
 def improve(predictions,              # (N, P) predictors on the same N points (array or DataFrame)
             labels,                   # (n, P) labels of the rows `index`; NaN where a column is not labelled
             index,                    # the n labelled rows

@@ -12,7 +12,6 @@ __all__ = ['PAPER_RANKING', 'PAPER_CLASSIFICATION', 'CLASSIFIER_CS', 'MTL_GRID',
 # %% ../../nbs/experiments/03_pubfig.ipynb #7db17981
 import argparse
 import json
-import sys
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -52,6 +51,7 @@ def default_fit_ranker(X_train,       # training features (n, D)
     from predictability.experiments.rankers import fit_best_ranker
     return fit_best_ranker(X_train, y_train, X_val, y_val, random_state=random_state).ranker
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #992d3c9d
 def ranker_predictions(X,                   # (N, D) features
                        Y,                   # (N, P) attribute values
                        split: Split,        # only split.train and split.val labels are read
@@ -67,6 +67,7 @@ def ranker_predictions(X,                   # (N, D) features
         rankers.append(r)
     return F, rankers
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #5750ea0f
 def per_class_rows(classes,            # (N,) class of every row
                    rows,               # the rows to draw from
                    per_class: int,     # rows per class
@@ -78,6 +79,7 @@ def per_class_rows(classes,            # (N,) class of every row
     out = [rng.permutation(rows[classes[rows] == c])[:per_class] for c in np.unique(classes)]
     return np.sort(np.concatenate(out))
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #555f848e
 CLASSIFIER_CS = (0.01, 0.1, 1.0, 10.0)
 
 def classifier_log_proba(X,                # (N, D) features
@@ -121,6 +123,7 @@ class PubFigConfig:
         f = {"noise": [0.1], "kernel_scale": [1.0], "lam": [10.0]}
         return cls(n_iter=10, npc_grid=f, opc_grid={"lam": [1.0], "kernel_scale": [1.0]}, lpc_grid={"lam": [3.0]})
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #2bd728a6
 def _no_joint(cfg):
     def fn(F, p, ard, **s):
         o = np.r_[[p], others(p, F.shape[1])]
@@ -136,6 +139,7 @@ def pubfig_methods(cfg: PubFigConfig,            # the run's configuration
     return [combine_method("opc", "opc", cfg.opc_grid, **kw), combine_method("lpc", "lpc", cfg.lpc_grid, **kw),
             combine_method("npc", "npc", cfg.npc_grid, n_basis=cfg.n_basis, **kw)]
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #dbb6cd27
 MTL_GRID = [{"lam1": 0.1, "lam2": 0.01, "rho": 1.0}]
 
 def mtl_factory(grid=MTL_GRID,      # MTL's settings (lam1, lam2, rho)
@@ -148,6 +152,7 @@ def mtl_factory(grid=MTL_GRID,      # MTL's settings (lam1, lam2, rho)
         return Method("mtl", fn, list(grid))
     return make
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #a75ebd44
 GL_GRID = {"lam": [0.1, 1.0, 10.0], "sigma2": [0.1, 1.0]}
 
 def gl_factory(grid=GL_GRID,              # lambda_GL x sigma_GL^2 settings (dict of lists or list of settings)
@@ -179,6 +184,7 @@ def gl_factory(grid=GL_GRID,              # lambda_GL x sigma_GL^2 settings (dic
         return per_column_method("gl", fn, grid, prepare)
     return make
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #dcaf1390
 def ablation_methods(cfg: PubFigConfig,            # the run's configuration (`cfg.fixed` is the setting)
                      cache: dict | None = None,   # shared dict: the ranking's NPC run at that setting is reused
                     ) -> list:
@@ -229,6 +235,7 @@ def run_split(data,                      # a `PubFig` (features, attributes, cla
         out.update(control_split(F, Y, cls, sp, cfg, seed))
     return out
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #38eadd14
 def control_split(F,                 # (N, P) f0 on every row
                   Y,                 # (N, P) attribute labels
                   cls,               # (N,) person of every row
@@ -302,6 +309,7 @@ class PubFigReport:
                          "without_joint": gain(self.ablation, "npc w/o joint")},
         }
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #86969684
 def run_pubfig(data,                            # a `PubFig` (`datasets.load_pubfig`)
                *, seeds: int = 10,              # splits 0..seeds-1
                cfg=None,                        # a `PubFigConfig`: what to run; None: `PubFigConfig()`
@@ -344,6 +352,7 @@ def ranking_table(rep: PubFigReport,       # a run's per-split scores
         t["paper npc"] = [f"{v:.2f}" for v in PAPER_RANKING["npc"]] + [f"{np.mean(PAPER_RANKING['npc']):.2f}"]
     return t
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #7faaf96a
 def mean_table(rep: PubFigReport,       # a run's per-split scores
                *, alpha: float = 0.05,  # significance level
               ) -> pd.DataFrame:
@@ -362,6 +371,7 @@ def mean_table(rep: PubFigReport,       # a run's per-split scores
                    "paper": None if paper is None else round(float(np.mean(paper)), 2)}
     return pd.DataFrame(rows).T
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #668252a6
 def classification_table(rep: PubFigReport,  # a run's per-split scores
                         ) -> pd.DataFrame:
     "Mean accuracy (std), the gain over f0 with its paired-t p, and the paper's accuracy."
@@ -375,6 +385,7 @@ def classification_table(rep: PubFigReport,  # a run's per-split scores
                    "p": round(p, 4) if m != "f0" else None, "paper": PAPER_CLASSIFICATION.get(m)}
     return pd.DataFrame(rows).T
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #9abc1028
 def summary_table(rep: PubFigReport,  # a run's per-split scores
                  ) -> pd.DataFrame:
     "Ablation and control: mean gain over f0 (std over seeds) and the residual correlation."
@@ -421,6 +432,7 @@ def _cmd_pubfig(args) -> int:
         print(f"wrote {args.scores}")
     return 0
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #97ead0f9
 def add_pubfig_command(subparsers,   # an argparse subparsers object
                       ) -> argparse.ArgumentParser:
     "Add `pubfig` to an argparse subparsers object."

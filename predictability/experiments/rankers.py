@@ -44,6 +44,7 @@ def _check_Xy(X, y, names=("X", "y")):
         raise ValueError(f"`{names[1]}` has a single value: there is no ordered pair to learn from.")
     return X, y
 
+# %% ../../nbs/experiments/00_rankers.ipynb #f6e14909
 def _pair_indices(y, max_pairs, rng):
     "Indices (i, j) of at most `max_pairs` pairs with y_i != y_j, drawn uniformly without replacement."
     n = len(y)
@@ -60,6 +61,7 @@ def _pair_indices(y, max_pairs, rng):
     first = np.sort(first)[:max_pairs]
     return lo[keep][first], hi[keep][first]
 
+# %% ../../nbs/experiments/00_rankers.ipynb #74573d3e
 def pair_differences(X,                   # (N, D) features
                      y,                   # (N,) labels: larger = ranked higher; ties give no pair
                      *, max_pairs: int = 3000,  # at most this many pairs, sampled uniformly
@@ -89,6 +91,7 @@ def _rank_svm(Z, y, C, max_pairs, rng) -> np.ndarray:
     w = svm.coef_.ravel()
     return w.copy() if V is None else V @ w
 
+# %% ../../nbs/experiments/00_rankers.ipynb #f046cee8
 class LinearRankSVM(BaseEstimator):
     "Linear rank SVM (e:rankloss) on standardised features: `LinearSVC` on pair differences, no intercept."
     def __init__(self, C: float = 0.01,           # scikit-learn's weight of the squared-hinge loss (= 1/(2 C_paper))
@@ -121,6 +124,7 @@ def rbf_kernel(A,                      # (M, D) inputs
     "Gaussian kernel matrix $k(\\mathbf a,\\mathbf b)=\\exp(-\\|\\mathbf a-\\mathbf b\\|^2/\\sigma_k^2)$, with `kernel_scale` $=\\sigma_k^2$."
     return np.exp(-np.maximum(euclidean_distances(A, B, squared=True), 0.0) / kernel_scale)
 
+# %% ../../nbs/experiments/00_rankers.ipynb #c4fed12c
 def median_sq_distance(X,                   # (N, D) inputs
                        *, max_rows: int = 1000,  # at most this many rows, sampled
                        random_state=0,      # seed for the sampling
@@ -136,6 +140,7 @@ def median_sq_distance(X,                   # (N, D) inputs
                          "pass `kernel_scale` explicitly.")
     return med
 
+# %% ../../nbs/experiments/00_rankers.ipynb #89c33028
 def kmeans_basis(X,                     # (N, D) inputs (no labels)
                  n_basis: int = 500,    # N', the number of centres
                  *, random_state=None,  # seed for k-means
@@ -215,6 +220,7 @@ def _iterated_laplacian_gram(Z, X_all, n_neighbors, power) -> np.ndarray:
         return M.T @ (L @ M)
     return M.T @ M                                                # Z^T L^(2r) Z, symmetric PSD by construction
 
+# %% ../../nbs/experiments/00_rankers.ipynb #3a025327
 class LaplacianRankSVM(KernelRankSVM):
     "Semi-supervised kernel rank SVM: (e:rankloss) plus an iterated graph-Laplacian penalty $\\gamma\\,\\mathbf f^\\top L^m\\mathbf f/N_a$ on labelled and unlabelled points."
     def __init__(self, C: float = 1.0,            # scikit-learn's weight of the squared-hinge loss
@@ -303,6 +309,7 @@ def default_grids(median: float,   # the median squared distance of the training
             "laplacian": [{"C": 10.0, "gamma": g, "kernel_scale": median} for g in (100.0, 1000.0)],
             "mlp": [{"alpha": a} for a in (1.0, 10.0)]}
 
+# %% ../../nbs/experiments/00_rankers.ipynb #e3a783be
 @dataclass
 class BestRanker:
     "What `fit_best_ranker` returns: the fitted ranker, its family, its settings, its validation tau and all scores."
@@ -312,6 +319,7 @@ class BestRanker:
     val_tau: float                # its validation Kendall tau x 100
     scores: list = field(default_factory=list, repr=False)   # (family, params, validation tau) of every fit
 
+# %% ../../nbs/experiments/00_rankers.ipynb #b5108e5c
 def _make(family, params, basis, random_state):
     if family == "linear":
         return LinearRankSVM(**params, random_state=random_state)
@@ -357,6 +365,7 @@ def fit_best_ranker(X_train,                # labelled training rows (N, D)
     best.scores = scores
     return best
 
+# %% ../../nbs/experiments/00_rankers.ipynb #e252eb72
 def _search(families, grids, basis, seed, X_train, y_train, X_val, y_val, Xu):
     best, scores = None, []
     for fam in families:
