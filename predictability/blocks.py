@@ -17,7 +17,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from .core import JIT_OPTIONS, jit, as_predictors, one_blas_thread
+from .core import JIT_OPTIONS, jit, as_predictors, normalize, one_blas_thread
 
 # %% ../nbs/03a_blocks.ipynb #50810ced
 def _default_threads() -> int:
@@ -353,3 +353,120 @@ def _sum_chunks(parts):
     M = np.triu(M)
     M += np.triu(M, 1).T
     return M, KF
+
+# %% ../nbs/03a_blocks.ipynb #f522f507
+_SUM_BLOCK = 256   # rows per partial sum: the error of a column sum grows like (256 + N/256) eps, not N eps
+@jit
+def _range_rows(x, lo, hi):
+    "Per column over rows lo:hi: [max, min, NaN-accumulator (NaN once any entry is NaN or infinite)]."
+    k = x.shape[1]
+    out = np.empty((3, k))
+    out[0, :] = -np.inf
+    out[1, :] = np.inf
+    out[2, :] = 0.0
+    for i in range(lo, hi):
+        for j in range(k):
+            v = x[i, j]
+            out[0, j] = max(out[0, j], v)
+            out[1, j] = min(out[1, j], v)
+            out[2, j] += v * 0.0
+    return out
+
+# %% ../nbs/03a_blocks.ipynb #9760c42a
+@jit
+def _block_sums(x, inv, shift, square, lo, hi, out):
+    "out[b, j] = sum over the rows of block b (of `_SUM_BLOCK`, within lo:hi) of (x[i, j] * inv[j] - shift[j]) (squared)."
+    k = x.shape[1]
+    for b in range(lo // _SUM_BLOCK, (hi + _SUM_BLOCK - 1) // _SUM_BLOCK):
+        for j in range(k):
+            out[b, j] = 0.0
+        for i in range(b * _SUM_BLOCK, min(hi, (b + 1) * _SUM_BLOCK)):
+            for j in range(k):
+                d = x[i, j] * inv[j] - shift[j]
+                out[b, j] += d * d if square else d
+
+# %% ../nbs/03a_blocks.ipynb #699714e4
+@jit
+def _affine_rows(x, inv, mean, c, out, lo, hi):
+    "out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j] for rows lo:hi, one pass."
+    k = x.shape[1]
+    for i in range(lo, hi):
+        for j in range(k):
+            out[i, j] = (x[i, j] * inv[j] - mean[j]) * c[j]
+
+def _row_chunks(x):
+    "Whole `_SUM_BLOCK`-row chunks, run by the worker threads (by one for small inputs)."
+    return _chunks(x.shape[0], _SUM_BLOCK, _default_threads() if x.size >= _PAR_MIN else 1)
+
+# %% ../nbs/03a_blocks.ipynb #094eedec
+def _scaled_columns(x, c):
+    "x diag(c) for a float64 (N, K) `x` (a view is read in place) and (K,) `c`: one pass, row chunks in threads."
+    out, k = np.empty(x.shape), x.shape[1]
+    _run_chunks(lambda lo, hi: _affine_rows(x, np.ones(k), np.zeros(k), c, out, lo, hi), _row_chunks(x), blas=False)
+    return out
+
+def _column_gram(x):
+    """x^T x (K, K) for a float64 (N, K) `x`: NumPy's syrk over the fixed row chunks in worker threads, added in chunk
+    order (so the same bits for any number of threads)."""
+    parts = _iter_chunks(lambda lo, hi: x[lo:hi].T @ x[lo:hi], _row_chunks(x))
+    out = next(parts)
+    for p in parts:
+        out += p
+    return out
+
+# %% ../nbs/03a_blocks.ipynb #dcaa5a3e
+def _column_moments(x):
+    """Three reads of `x` (N, K), row chunks in threads: range and finiteness; the mean of x / s; the centred norm.
+
+    Returns (inv, mean, norm, bad): inv = 1/s with s = max|x| per column (1 for an all-zero column), mean and norm
+    of the columns of x * inv, and bad[j] > 0 (or NaN) when column j is constant, not finite, or so small
+    (subnormal) that 1/s overflows. Sums are taken per block of `_SUM_BLOCK` rows, then added in block order."""
+    n, k = x.shape
+    chunks = _row_chunks(x)
+    parts = _run_chunks(lambda lo, hi: _range_rows(x, lo, hi), chunks, blas=False)
+    hi_, lo_ = np.max([p[0] for p in parts], axis=0), np.min([p[1] for p in parts], axis=0)
+    fin = np.sum([p[2] for p in parts], axis=0)
+    s = np.maximum(np.abs(hi_), np.abs(lo_))
+    with np.errstate(divide="ignore", over="ignore"):
+        inv = np.where(s > 0, 1.0 / np.where(s > 0, s, 1.0), 1.0)
+    bad = fin + (hi_ - lo_ <= 1e-12 * s) + ~(inv < np.inf)    # core._constant_columns' test; 1/s overflowing
+    sums = np.empty(((n + _SUM_BLOCK - 1) // _SUM_BLOCK, k))
+    _run_chunks(lambda lo, hi: _block_sums(x, inv, np.zeros(k), False, lo, hi, sums), chunks, blas=False)
+    mean = sums.sum(axis=0) / n
+    _run_chunks(lambda lo, hi: _block_sums(x, inv, mean, True, lo, hi, sums), chunks, blas=False)
+    return inv, mean, np.sqrt(sums.sum(axis=0)), bad
+
+# %% ../nbs/03a_blocks.ipynb #11f08207
+def _scaled_normal(x: np.ndarray, name: str, c) -> np.ndarray:
+    """`core.normalize(x, name) * c` for a float64 array `x` (N,) or (N, K), in four passes over `x` (NumPy's takes
+    about fifteen, each with a temporary). Non-finite, constant or subnormal columns go to `as_predictors` and
+    `core.normalize`, which say why (or, for subnormal data, divide where a reciprocal would overflow)."""
+    x2 = x.reshape(x.shape[0], -1)                        # a view: strided input is read in place
+    inv, mean, norm, bad = _column_moments(x2)
+    if not (bad == 0).all():
+        return normalize(as_predictors(x, name), name) * c   # which raises for NaN or a constant column, naming it
+    out = np.empty(x2.shape)
+    cn = np.broadcast_to(np.asarray(c, dtype=np.float64) / norm, norm.shape).copy()
+    _run_chunks(lambda lo, hi: _affine_rows(x2, inv, mean, cn, out, lo, hi), _row_chunks(x2), blas=False)
+    return out.reshape(x.shape)
+
+# %% ../nbs/03a_blocks.ipynb #521c1576
+def _normalize_fast(x: np.ndarray, name: str = "x") -> np.ndarray:
+    "$\\overline{\\mathbf x}$ (e:normalization) as `core.normalize`, to round-off, at a quarter of its memory traffic."
+    return _scaled_normal(x, name, 1.0)
+
+# %% ../nbs/03a_blocks.ipynb #20880367
+def _check_weights(weights, R: int) -> np.ndarray:
+    if weights is None:
+        return np.full(R, 1.0 / R)
+    w = np.asarray(weights, dtype=np.float64) if not hasattr(weights, "to_numpy") else weights.to_numpy(np.float64)
+    if w.ndim != 1 or w.shape[0] != R:
+        raise ValueError(f"`weights` must be a vector of length {R} (one per reference); got shape {w.shape}.")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("`weights` contains NaN or infinite values.")
+    if np.any(w < 0):
+        raise ValueError(f"`weights` must be non-negative; weight {int(np.argmin(w))} is {w.min()}.")
+    total = w.sum()
+    if not total > 0:
+        raise ValueError("`weights` sums to 0; at least one reference needs a positive weight.")
+    return w / total

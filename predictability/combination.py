@@ -22,7 +22,8 @@ from tqdm import tqdm
 from .ard import fit_ard_joint
 from .core import (NormStats, as_predictors, check_bool, check_int, check_random_state, check_scalar,
                                  normalize, one_blas_thread)
-from .kernels import _check_weights, _default_threads, _normalize_fast, _scaled_columns, gaussian_kernel
+from .blocks import _check_weights, _default_threads, _normalize_fast, _scaled_columns
+from .kernels import gaussian_kernel
 from .kstats import _check_precision, kernel_stats
 from .labelfree import LabelFreeChoice, choose, relevance_test_widths
 from .lpc import _check_collinear_normalized, lpc_iterate, lpc_step

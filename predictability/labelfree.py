@@ -15,7 +15,8 @@ import numpy as np
 from scipy import optimize, stats
 
 from .core import as_predictors, check_scalar, normalize, one_blas_thread, orient, standardize
-from .kernels import _chunks, _column_gram, _default_threads, _run_chunks, gaussian_kernel
+from .blocks import _chunks, _column_gram, _default_threads, _run_chunks
+from .kernels import gaussian_kernel
 from .kstats import KernelStats, kernel_stats
 from .nystrom import basis_indices, npc_iterate
 

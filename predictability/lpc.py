@@ -9,7 +9,7 @@ __all__ = ['reference_basis', 'check_collinear', 'linear_predictability', 'lpc_s
 import numpy as np
 
 from .core import as_predictors, check_scalar, normalize, one_blas_thread
-from .kernels import _column_gram, _normalize_fast
+from .blocks import _column_gram, _normalize_fast
 from .opc import _check_rows, _fixed_run_inputs, _span_top, _top_direction
 
 # %% ../nbs/02_lpc.ipynb #575c582e
