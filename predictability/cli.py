@@ -281,6 +281,7 @@ def _write_outputs(args, res, t, r, fmt: str, rel_fmt):
 
 def _cmd_combine(args) -> int:
     from predictability import combine
+    from predictability.methods import METHODS
     from predictability.fileio import file_format
     fmt, rel_fmt = _check_combine_args(args)
     t, r = _read_inputs(args)
@@ -291,10 +292,13 @@ def _cmd_combine(args) -> int:
         _unique(t.names, "TARGET's columns")
     if rel_fmt:
         _unique([*(t.names or []), *(r.names or [] if r else [])], "the TARGET and REFERENCES columns")
-    n_basis = args.n_basis if "n_basis" in vars(args).get("_given", ()) else min(args.n_basis, len(target))
+    given = vars(args).get("_given", ())
+    n_basis = args.n_basis if "n_basis" in given else min(args.n_basis, len(target))
+    settings = dict(n_basis=n_basis, lam=args.lam, noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
+    takes = METHODS[args.method].settings             # a flag the method lacks is refused only when given
     res = combine(target, None if r is None else r.values, method=args.method, n_iter=args.n_iter,
-                  n_basis=n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
-                  noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
+                  joint=not args.no_joint, ard=not args.no_ard,
+                  **{k: v for k, v in settings.items() if k in takes or k in given})
     _write_outputs(args, res, t, r, fmt, rel_fmt)
     h = 1 if target.ndim == 1 else target.shape[1]
     names = (t.names or (["target"] if h == 1 else [f"target_{j}" for j in range(h)])) + \

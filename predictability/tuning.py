@@ -17,6 +17,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
+from .methods import METHODS
 from .combination import CombineResult, _align, _is_pandas, _Labels, _wrap, combine, reuse_kernel_stats
 from .core import as_predictors, check_bool, check_int, one_blas_thread
 
@@ -239,6 +240,8 @@ def _prepare(F, Gr, grid, method, combine_kwargs):
         combine_kwargs["ard"] = fit_ard_joint(np.concatenate(cols, axis=1))
     if grid is None and method in ("npc", "npc-exact"):
         grid = label_free_grid(F, Gr, method=method, **combine_kwargs) or None
+    if grid is None and isinstance(method, str) and method in METHODS:   # the keywords the method takes
+        grid = {k: v for k, v in DEFAULT_GRID.items() if k in METHODS[method].settings}
     grid = _check_grid(grid, combine_kwargs)
     return grid, list(grid)
 
