@@ -13,7 +13,7 @@ import numpy as np
 from scipy import linalg
 from tqdm import tqdm
 
-from .combination import CombineResult
+from .labelled import CombineResult
 from .core import NormStats, as_predictors, check_scalar, normalize
 
 # %% ../nbs/07b_mtl.ipynb #8cc24119

@@ -17,8 +17,9 @@ from scipy import stats
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
-from .methods import METHODS
-from .combination import CombineResult, _align, _is_pandas, _Labels, _wrap, combine, reuse_kernel_stats
+from .combination import combine
+from .labelled import CombineResult, align, is_pandas, label_result, labels_of
+from .methods import METHODS, reuse_kernel_stats
 from .core import as_predictors, check_bool, check_int, one_blas_thread
 
 # %% ../nbs/08_tune.ipynb #bd072d79
@@ -116,7 +117,7 @@ def _check_index(index, n: int) -> np.ndarray:
 
 def _align_labels(target, labels, index):
     "`labels` as pandas labels them: on the rows `index` of a pandas target, by index label (reordered when needed)."
-    if not (_is_pandas(target) and _is_pandas(labels)):
+    if not (is_pandas(target) and is_pandas(labels)):
         return labels
     want, have = target.index[index], labels.index
     if have.equals(want):
@@ -187,7 +188,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
     labels (`labels` is (n, H), the metric per column, Kendall's tau by default) from the same joint runs; `params`
     and `n_iter` are then lists, one entry per column, and `score` is their mean."""
     with one_blas_thread():   # single-threaded BLAS throughout, as in `combine`
-        references = _align(target, references)
+        references = align(target, references)
         F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
         Gr = None if references is None else as_predictors(references, "references", ndim=(1, 2), min_points=3)
         n_iter = check_int(n_iter, "n_iter")
@@ -228,7 +229,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
         chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
                                {**res.params, "n_iter": t})
         Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
-        chosen = _wrap(chosen, _Labels.of(target, references, F, Gl), _is_pandas(target) or _is_pandas(references))
+        chosen = label_result(chosen, *labels_of(target, references, F, Gl), is_pandas(target) or is_pandas(references))
         return TuneResult(params, t, float(score), chosen, pd.DataFrame(rows))
 
 def _prepare(F, Gr, grid, method, combine_kwargs):
@@ -277,6 +278,6 @@ def _tune_per_column(target, references, F, Gr, labels, index, *, metric, grid, 
     chosen = CombineResult(pred, np.stack([F, pred]), res0.relevance,
                            {**res0.params, "n_iter": [b[2] for b in best], **{k: [b[1][k] for b in best] for k in keys}})
     Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
-    chosen = _wrap(chosen, _Labels.of(target, references, F, Gl), _is_pandas(target) or _is_pandas(references))
+    chosen = label_result(chosen, *labels_of(target, references, F, Gl), is_pandas(target) or is_pandas(references))
     return TuneResult([b[1] for b in best], [b[2] for b in best], float(np.mean([b[0] for b in best])), chosen,
                       pd.DataFrame(rows))
