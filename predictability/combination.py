@@ -7,7 +7,6 @@ __all__ = ['joint_step', 'combine', 'reuse_kernel_stats', 'CombineResult']
 
 # %% ../nbs/07_combine.ipynb #154611e5
 import functools
-import hashlib
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 import contextvars
@@ -16,11 +15,11 @@ import numpy as np
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
-from .core import NormStats, as_predictors, check_bool, check_int, check_random_state, one_blas_thread
-from .kernels import _default_threads, _normalize_fast
-from .labelled import CombineResult, align, is_pandas, label_result, labels_of
-from .lpc import _check_collinear_normalized
-from .methods import MTL, _auto_or, make_method, reuse_kernel_stats, shared_store
+from .core import check_bool, check_int, check_random_state, one_blas_thread
+from .kernels import _default_threads
+from .labelled import CombineResult, is_pandas, label_result
+from .methods import MTL, _auto_or, make_method, reuse_kernel_stats
+from .problem import prepare
 
 _all_ = ["reuse_kernel_stats", "CombineResult"]   # defined in `methods` and `labelled`, kept importable from here
 
@@ -59,67 +58,6 @@ def _check_ard(ard, P: int) -> np.ndarray:
                          "all 0): that column would have no reference. Give it a positive weight somewhere, or pass "
                          "ard=True to fit the weights.")
     return w
-
-def _check_range(F2):
-    "Refuse a target whose combination could overflow: mean + std * z with |z| up to sqrt(N) beyond the largest float."
-    s = np.abs(F2).max(axis=0)
-    s = np.where(s > 0, s, 1.0)
-    st = NormStats.of(F2 / s)                       # in [-1, 1]: no overflow
-    bound = np.abs(st.mean) + st.std * np.sqrt(F2.shape[0])
-    j = np.flatnonzero(bound > np.finfo(np.float64).max / s)
-    if j.size:
-        raise ValueError(f"`target` column {int(j[0])} reaches {s[j[0]]:.3g} in magnitude: a combined value (its mean "
-                         "plus up to sqrt(N) standard deviations) could exceed the largest float64, 1.8e308. "
-                         "Divide the target by a power of ten and multiply the result back.")
-
-def _check_collinear_once(Gb):
-    "`check_collinear` of the normalised references `Gb`; inside `reuse_kernel_stats()` (tune's grid) only once per matrix."
-    store = shared_store()
-    if store is None:
-        return _check_collinear_normalized(Gb, "references")
-    key = hashlib.blake2b(np.ascontiguousarray(Gb).tobytes(), digest_size=20).hexdigest()
-    seen = store.setdefault("collinear_ok", set())
-    if key not in seen:
-        _check_collinear_normalized(Gb, "references")   # raises for collinear references: nothing is remembered then
-        seen.add(key)
-
-def _check_inputs(target, references, method):
-    "Validate (target, references) for `method`: (F, F2, Gr, Fb, Gb, labels), the inputs and their normalised forms."
-    references = align(target, references)
-    F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
-    if references is None:
-        if F.ndim == 1 or F.shape[1] < 2:
-            raise ValueError("no references were given and the target has a single column: give the (N, R) "
-                             "evaluations of at least one reference predictor.")
-        Gr = np.empty((F.shape[0], 0))
-    else:
-        Gr = as_predictors(references, "references", ndim=(1, 2), min_points=3)
-    if Gr.ndim == 1:
-        Gr = Gr[:, None]
-    if F.shape[0] != Gr.shape[0]:
-        raise ValueError(f"`target` has {F.shape[0]} points but `references` has {Gr.shape[0]}; "
-                         "they must be evaluations on the same points, row by row.")
-    n = F.shape[0]
-    F2 = F if F.ndim == 2 else F[:, None]
-    _check_range(F2)
-    Fb = _normalize_fast(F2, "target")
-    Gb = _normalize_fast(Gr, "references") if Gr.shape[1] else Gr
-    if Gb.shape[1]:
-        _check_collinear_once(Gb)
-    corr = np.abs(Fb.T @ Gb)
-    if (corr > 1 - 1e-8).any():
-        h, r = np.argwhere(corr > 1 - 1e-8)[0]
-        warnings.warn(f"target column {h} is identical (up to shift, scale and sign) to references column {r}: "
-                      "this reference alone explains the target, and the combination will return it nearly "
-                      "unchanged (the paper's failure case). Remove it from `references`.", stacklevel=3)
-    if Fb.shape[1] > 1:
-        sv = np.linalg.svd(Fb, compute_uv=False)
-        if sv[-1] < 1e-8 * sv[0]:
-            warnings.warn("the target's columns are linearly dependent (e.g. probabilities summing to one): each "
-                          "column is then exactly predictable from the others. Pass logits or drop one column.",
-                          stacklevel=3)
-    method.check_problem(n)
-    return F, F2, Gr, Fb, Gb, labels_of(target, references, F, Gr)
 
 # %% ../nbs/07_combine.ipynb #bed2f15b
 def _check_ard_arg(ard):
@@ -228,22 +166,21 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         _check_ard_arg(ard)
         if isinstance(m, MTL):                                     # ADMM, not Algorithm 1
             return m.combine(target, references, n_iter=n_iter, random_state=random_state, progress=progress)
-        F, F2, Gr, Fb, Gb, labels = _check_inputs(target, references, m)
-        Hbar, h = np.c_[Fb, Gb], Fb.shape[1]                        # H^0 on the model space
-        (n, P), auto = Hbar.shape, m.is_auto(n_iter)
+        pb = prepare(target, references, m)                        # validated, aligned, H^0 on the model space
+        (n, P), h, auto = pb.H0.shape, pb.h, m.is_auto(n_iter)
         rows = m.basis_rows(n, rng)                                 # the Nystrom basis B
-        weights, use_ard, given = _ard_weights(m, ard, F2, Gr, P, range(h) if auto or not joint else None)
+        weights, use_ard, given = _ard_weights(m, ard, pb.F2, pb.Gr, P, range(h) if auto or not joint else None)
         cols = list(range(P) if joint else range(h))
-        plans, choices = m.plans(Hbar, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=perm_rng, given=given)
+        plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=perm_rng, given=given)
         n_sweeps = max(plans[p].n_iter for p in range(h))           # references move only while a target column does
         run = m.run(weights, rows, plans)
         show = _show_progress(progress, m, run, n, P, n_sweeps, joint)
         bar = functools.partial(tqdm, desc=f"combine ({m.name})", disable=not show, leave=False)
         sweeps = _joint_sweeps if joint else _fixed_runs
-        history = sweeps(run, Hbar, F2, n_sweeps, NormStats.of(F2), bar)
-        res = _result(run, history, choices, F, h, use_ard, joint, auto)
+        history = sweeps(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar)
+        res = _result(run, history, choices, pb.F, h, use_ard, joint, auto)
         if res.unchanged and auto and n_iter == "auto":
             warnings.warn("the references predict the target no better than chance (permutation test of the GP evidence, "
                           "see `res.choices`): the target is returned unchanged. Pass `n_iter` to force iterations.",
                           stacklevel=2)
-        return label_result(res, *labels, is_pandas(target) or is_pandas(references))
+        return label_result(res, *pb.labels, is_pandas(target) or is_pandas(references))
