@@ -21,10 +21,10 @@ from .core import check_int, check_scalar
 from .kernels import _check_weights, _scaled_columns, gaussian_kernel
 from .kstats import _check_precision, kernel_stats
 from .labelfree import LabelFreeChoice, choose, relevance_test_widths
-from .lpc import lpc_iterate, lpc_step
+from .lpc import _lpc_step, lpc_iterate
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
-from .opc import opc_iterate, opc_step
+from .opc import _opc_step, opc_iterate
 
 # %% ../nbs/07c_methods.ipynb #264324e9
 _SHARED = contextvars.ContextVar("predictability_shared_kernel_stats", default=None)
@@ -177,7 +177,7 @@ class OPC(Method):
         self.kernel_scale = _auto_or(kernel_scale, "kernel_scale", _check_width)
 
     def step(self, run, p, Hb, first=False):
-        return opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=self.lam, sigma2=run.plans[p].kernel_scale)
+        return _opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam, run.plans[p].kernel_scale)
 
     def fixed(self, run, p, H0):
         return opc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], run.plans[p].n_iter, lam=self.lam,
@@ -194,7 +194,7 @@ class LPC(Method):
         self.lam = check_scalar(lam, "lam")
 
     def step(self, run, p, Hb, first=False):
-        return lpc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], lam=self.lam)
+        return _lpc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam)
 
     def fixed(self, run, p, H0):
         return lpc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], run.plans[p].n_iter, lam=self.lam)
