@@ -120,6 +120,7 @@ def _add_csv_options(c):
                    help="the column holding the row labels, in TARGET and REFERENCES (default: an unnamed or "
                    "non-numeric first column, or a first column of unique whole numbers that both files share)")
 
+# %% ../nbs/13_cli.ipynb #f2424080
 def _add_demo(sub):
     m = sub.add_parser("demo", help="run the Yeast gene-function demo and write a report",
                        description="Train per-class baselines on 150 Yeast genes, improve them with OPC, LPC and NPC "

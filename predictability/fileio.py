@@ -253,6 +253,7 @@ def _read_csv(path, role: str, sep=None, decimal=None, header=None, index_col=No
         names = names[:j] + names[j + 1:] if names else None
     return Predictors(_to_float(rows, [ln for ln, _, _ in body], names, role, path, d.decimal, d.sep), names, index)
 
+# %% ../nbs/13a_io.ipynb #3e6287f8
 def _read_frame(path, fmt: str, role: str):
     "np.load or pd.read_parquet, their errors as one ValueError naming the file."
     try:
