@@ -172,7 +172,10 @@ class Method:
 class OPC(Method):
     "OPC (e:ttcadapt): `lam` is $\\lambda_O$, `kernel_scale` the width $\\sigma_O^2$ of its weights ('auto': 1)."
     name, settings = "opc", ("lam", "kernel_scale")
-    def __init__(self, lam: float = 1.0, kernel_scale: float | str = "auto"):
+    def __init__(self,
+                 lam: float = 1.0, # $\lambda_O$, the weight of the references, >= 0
+                 kernel_scale: float | str = "auto", # $\sigma_O^2$, the width of the weights, or "auto" (1)
+                ):
         self.lam = check_scalar(lam, "lam")
         self.kernel_scale = _auto_or(kernel_scale, "kernel_scale", _check_width)
 
@@ -190,7 +193,9 @@ class OPC(Method):
 class LPC(Method):
     "LPC (e:lpc): `lam` is $\\lambda_J$."
     name, settings = "lpc", ("lam",)
-    def __init__(self, lam: float = 1.0):
+    def __init__(self,
+                 lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
+                ):
         self.lam = check_scalar(lam, "lam")
 
     def step(self, run, p, Hb, first=False):
@@ -263,8 +268,13 @@ _GP.plans, _GP.params = _gp_plans, _gp_params
 class NPCExact(_GP):
     "NPC with the exact $Q'$ (e:objectivef), $O(N^3)$; `n_basis` and `basis` serve its label-free choice only."
     name, settings = "npc-exact", ("noise", "kernel_scale", "lam", "n_basis", "basis")
-    def __init__(self, noise: float | str = "auto", kernel_scale: float | str = "auto", lam: float = 1.0,
-                 n_basis: int = 300, basis: str = "even"):
+    def __init__(self,
+                 noise: float | str = "auto", # GP noise $\sigma^2$, or "auto" (the label-free choice, per column)
+                 kernel_scale: float | str = "auto", # kernel width $\sigma_k^2$, or "auto" (the label-free choice)
+                 lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
+                 n_basis: int = 300, # Nystrom basis size $N'$ of the label-free choice's statistics
+                 basis: str = "even", # its basis rows: "even" (deterministic) or "random" (`combine`'s `random_state`)
+                ):
         self._check_gp(noise, kernel_scale, lam, n_basis, basis)
 
     def check_problem(self, n):
@@ -295,8 +305,15 @@ def _check_device(device):
 class NPC(_GP):
     "NPC with the Nystrom $Q''$ (e:objectivef): its kernel statistics (`kernel_stats`) on `device` in `precision`."
     name, settings = "npc", ("noise", "kernel_scale", "lam", "n_basis", "basis", "device", "precision")
-    def __init__(self, noise: float | str = "auto", kernel_scale: float | str = "auto", lam: float = 1.0,
-                 n_basis: int = 300, basis: str = "even", device: str = "cpu", precision: str = "float64"):
+    def __init__(self,
+                 noise: float | str = "auto", # GP noise $\sigma^2$, or "auto" (the label-free choice, per column)
+                 kernel_scale: float | str = "auto", # kernel width $\sigma_k^2$, or "auto" (the label-free choice)
+                 lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
+                 n_basis: int = 300, # Nystrom basis size $N'$
+                 basis: str = "even", # basis rows: "even" (deterministic) or "random" (`combine`'s `random_state`)
+                 device: str = "cpu", # where the kernel sums run: "cpu" or "cuda"
+                 precision: str = "float64", # the kernel statistics: "float64" or "float32" (see `kernel_stats`)
+                ):
         self._check_gp(noise, kernel_scale, lam, n_basis, basis)
         self.device = _check_device(device)
         self.precision = _check_precision(precision, device)
@@ -426,8 +443,14 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
 class MTL(Method):
     "Mejjati et al.'s MTL (`predictability.mtl.mtl_combine`, whose checks run at the start of the run); `n_iter` 'auto': 50."
     name, settings = "mtl", ("lam1", "lam2", "rho", "n_locations", "reg", "inner_steps")
-    def __init__(self, lam1: float = 0.1, lam2: float = 0.01, rho: float = 1.0, n_locations: int = 10,
-                 reg: float = 1e-2, inner_steps: int = 3):
+    def __init__(self,
+                 lam1: float = 0.1, # lambda_1, the weight of -|vec Phi|_2^2 (strengthens dependence)
+                 lam2: float = 0.01, # lambda_2, the weight of |vec Phi|_1 (sparsifies dependence)
+                 rho: float = 1.0, # ADMM penalty; must exceed 4 lam1
+                 n_locations: int = 10, # FSIC test locations J
+                 reg: float = 1e-2, # FSIC's ridge gamma
+                 inner_steps: int = 3, # gradient steps per H-step
+                ):
         self.lam1, self.lam2, self.rho, self.n_locations, self.reg, self.inner_steps = \
             lam1, lam2, rho, n_locations, reg, inner_steps
 
