@@ -60,9 +60,13 @@ def _check_ard(ard, P: int) -> np.ndarray:
     return w
 
 # %% ../nbs/07_combine.ipynb #bed2f15b
-def _check_ard_arg(ard):
+def _check_ard_arg(ard, joint, m):
+    "`ard` as `combine` takes it; MTL has neither ARD weights nor fixed references (`ard`, `joint` at their defaults)."
     if isinstance(ard, str) or not (isinstance(ard, (bool, np.bool_)) or np.ndim(ard) == 2):
         raise ValueError(f"`ard` must be True, False or a (P, P) relevance matrix from `fit_ard_joint`; got {ard!r}.")
+    if isinstance(m, MTL) and (ard is not True or not joint):
+        raise ValueError(f"`{'ard' if ard is not True else 'joint'}` is not a setting of method='mtl' (ADMM over every "
+                         "column, without ARD weights): remove it.")
 
 def _ard_weights(m, ard, F2, Gr, P, rows):
     """Algorithm 1, line 2: the (P, P) relevance weights, once, from $H^0$ (GP methods; `rows`: the rows fitted,
@@ -163,7 +167,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         rng = check_random_state(random_state)
         perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
         progress = progress if progress is None else check_bool(progress, "progress")
-        _check_ard_arg(ard)
+        _check_ard_arg(ard, joint, m)
         if isinstance(m, MTL):                                     # ADMM, not Algorithm 1
             return m.combine(target, references, n_iter=n_iter, random_state=random_state, progress=progress)
         pb = prepare(target, references, m)                        # validated, aligned, H^0 on the model space
