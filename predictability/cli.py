@@ -270,6 +270,7 @@ def _summary(args, res, target, names, rel_fmt) -> str:
     where = "standard output" if args.out == "-" else args.out
     return f"{what}; wrote {where}" + (f" and {args.relevance}" if rel_fmt else "")
 
+# %% ../nbs/13_cli.ipynb #1297196f
 def _write_outputs(args, res, t, r, fmt: str, rel_fmt):
     "OUT (a CSV as TARGET was written: its separator and decimal mark), then --relevance."
     from predictability.fileio import csv_dialect, file_format, write_predictors, write_table
@@ -379,6 +380,7 @@ def _one_line(e) -> str:
         msg = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
     return msg
 
+# %% ../nbs/13_cli.ipynb #058d0d56
 def _quiet_stdout():
     "Point standard output at os.devnull, so that Python's final flush into a closed pipe raises nothing."
     try:
