@@ -135,6 +135,7 @@ def _refuse_split_decimals(fields: list, recs: list, role: str, path):
                          f"separator (line {ln}: {t.strip()!r}); pass --decimal , (with --sep ';' if ';' separates the "
                          "fields), or --decimal . if these are whole numbers separated by commas.")
 
+# %% ../nbs/13a_io.ipynb #795d6f94
 def _pandas_names(names: list) -> bool:
     "`names` are pandas' default column names 0..k-1, after an unnamed index column or not."
     names = names[1:] if len(names) > 1 and names[0] == "" else names
@@ -356,6 +357,7 @@ def _save_npy(path, a):
     with open(path, "wb") as fh:                     # np.save(str) would append '.npy' to other names
         np.save(fh, a)
 
+# %% ../nbs/13a_io.ipynb #785ff9a2
 def write_table(path, # the output file
                 df: pd.DataFrame, # what to write
                 fmt: str, # 'csv', 'npy' or 'parquet'
