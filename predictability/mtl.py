@@ -41,6 +41,7 @@ def _nfsic(K: np.ndarray, L: np.ndarray, reg: float):
     a = linalg.solve(G.T @ G / n + reg * np.eye(J), u, assume_a="pos")
     return float(u @ a), (Kt, Lt, G, a)
 
+# %% ../nbs/07b_mtl.ipynb #240b424f
 @dataclass
 class FsicSetup:
     "FSIC's fixed ingredients for the P columns of a matrix: locations (J, P) and squared widths (P,)."
@@ -104,6 +105,7 @@ def phi_vector(H: np.ndarray,     # (N, P) predictor matrix
     Kt, _ = _features(H, s)
     return _all_pairs(Kt, s.reg)[0][np.triu_indices(H.shape[1], 1)]
 
+# %% ../nbs/07b_mtl.ipynb #79b95f16
 def _phi_and_grad(H: np.ndarray, s: FsicSetup, weights):
     "phi (M,) and the gradient (N, P) of sum_k r_k phi_k, where r = weights(phi) (a function, so one pass does both)."
     n, P = H.shape
