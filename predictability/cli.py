@@ -45,6 +45,7 @@ def _number(option: str, *, low: float = 0.0, strict: bool = False, integer: boo
     parse.__name__ = option
     return parse
 
+# %% ../nbs/13_cli.ipynb #747b187d
 class _Once(argparse._StoreAction):
     "argparse's `store`, refusing an option given twice (argparse would keep the last one silently)."
     def __call__(self, parser, namespace, values, option_string=None):
@@ -222,6 +223,7 @@ def _shared_key(t, r):
             return None
     return t.names[0]
 
+# %% ../nbs/13_cli.ipynb #6e376444
 def _check_complete(p, role: str, path):
     "Refuse missing or infinite values with their file line (CSV: the data row plus the header) and column."
     import numpy as np
