@@ -37,7 +37,7 @@ from bench_npc import joint_problem  # noqa: E402
 from predictability import combine  # noqa: E402
 from predictability import cuda as pc  # noqa: E402
 from predictability.ard import fit_ard_joint  # noqa: E402
-from predictability.combination import _model_features  # noqa: E402
+from predictability.methods import _model_features  # noqa: E402
 from predictability.core import normalize, one_blas_thread  # noqa: E402
 from predictability.kernels import gaussian_kernel, gram_stats_reference, kernel_matvec_reference  # noqa: E402
 from predictability.kstats import kernel_stats  # noqa: E402

@@ -45,6 +45,7 @@ def _number(option: str, *, low: float = 0.0, strict: bool = False, integer: boo
     parse.__name__ = option
     return parse
 
+# %% ../nbs/13_cli.ipynb #747b187d
 class _Once(argparse._StoreAction):
     "argparse's `store`, refusing an option given twice (argparse would keep the last one silently)."
     def __call__(self, parser, namespace, values, option_string=None):
@@ -120,6 +121,7 @@ def _add_csv_options(c):
                    help="the column holding the row labels, in TARGET and REFERENCES (default: an unnamed or "
                    "non-numeric first column, or a first column of unique whole numbers that both files share)")
 
+# %% ../nbs/13_cli.ipynb #f2424080
 def _add_demo(sub):
     m = sub.add_parser("demo", help="run the Yeast gene-function demo and write a report",
                        description="Train per-class baselines on 150 Yeast genes, improve them with OPC, LPC and NPC "
@@ -221,6 +223,7 @@ def _shared_key(t, r):
             return None
     return t.names[0]
 
+# %% ../nbs/13_cli.ipynb #6e376444
 def _check_complete(p, role: str, path):
     "Refuse missing or infinite values with their file line (CSV: the data row plus the header) and column."
     import numpy as np
@@ -269,6 +272,7 @@ def _summary(args, res, target, names, rel_fmt) -> str:
     where = "standard output" if args.out == "-" else args.out
     return f"{what}; wrote {where}" + (f" and {args.relevance}" if rel_fmt else "")
 
+# %% ../nbs/13_cli.ipynb #1297196f
 def _write_outputs(args, res, t, r, fmt: str, rel_fmt):
     "OUT (a CSV as TARGET was written: its separator and decimal mark), then --relevance."
     from predictability.fileio import csv_dialect, file_format, write_predictors, write_table
@@ -281,6 +285,7 @@ def _write_outputs(args, res, t, r, fmt: str, rel_fmt):
 
 def _cmd_combine(args) -> int:
     from predictability import combine
+    from predictability.methods import METHODS
     from predictability.fileio import file_format
     fmt, rel_fmt = _check_combine_args(args)
     t, r = _read_inputs(args)
@@ -291,10 +296,13 @@ def _cmd_combine(args) -> int:
         _unique(t.names, "TARGET's columns")
     if rel_fmt:
         _unique([*(t.names or []), *(r.names or [] if r else [])], "the TARGET and REFERENCES columns")
-    n_basis = args.n_basis if "n_basis" in vars(args).get("_given", ()) else min(args.n_basis, len(target))
+    given = vars(args).get("_given", ())
+    n_basis = args.n_basis if "n_basis" in given else min(args.n_basis, len(target))
+    settings = dict(n_basis=n_basis, lam=args.lam, noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
+    takes = METHODS[args.method].settings             # a flag the method lacks is refused only when given
     res = combine(target, None if r is None else r.values, method=args.method, n_iter=args.n_iter,
-                  n_basis=n_basis, joint=not args.no_joint, ard=not args.no_ard, lam=args.lam,
-                  noise=args.noise, kernel_scale=args.kernel_scale, device=args.device)
+                  joint=not args.no_joint, ard=not args.no_ard,
+                  **{k: v for k, v in settings.items() if k in takes or k in given})
     _write_outputs(args, res, t, r, fmt, rel_fmt)
     h = 1 if target.ndim == 1 else target.shape[1]
     names = (t.names or (["target"] if h == 1 else [f"target_{j}" for j in range(h)])) + \
@@ -374,6 +382,7 @@ def _one_line(e) -> str:
         msg = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
     return msg
 
+# %% ../nbs/13_cli.ipynb #058d0d56
 def _quiet_stdout():
     "Point standard output at os.devnull, so that Python's final flush into a closed pipe raises nothing."
     try:

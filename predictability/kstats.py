@@ -4,9 +4,11 @@
 
 # %% auto #0
 __all__ = ['GRAM32_TOL', 'Whitening', 'whiten', 'Backend', 'KernelStats', 'CPUBackend', 'Float32Backend', 'CUDABackend',
-           'make_backend', 'kernel_stats']
+           'make_backend', 'kernel_stats', 'reuse_kernel_stats', 'shared_store']
 
 # %% ../nbs/04a_kernel_stats.ipynb #7d17f66a
+import contextlib
+import contextvars
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -461,3 +463,20 @@ def kernel_stats(X,                      # (N, D) pre-scaled features (`kernel_f
         raise ValueError(f"`block_products` must be None (the probe decides) or 'float64'; got {block_products!r}. "
                          "float32 block products are only taken where the probe finds them accurate enough.")
     return backend.stats(X, B, f, rtol, block_products)
+
+# %% ../nbs/04a_kernel_stats.ipynb #264324e9
+_SHARED = contextvars.ContextVar("predictability_shared_kernel_stats", default=None)
+
+@contextlib.contextmanager
+def reuse_kernel_stats(max_mb: float = 512):   # memory for the kept statistics, oldest dropped first
+    "Within this context, `combine` keeps the NPC kernel statistics of its input columns and reuses them across calls."
+    token = _SHARED.set({"entries": {}, "max": check_scalar(max_mb, "max_mb") * 2**20, "hits": 0,
+                         "lock": threading.Lock()})
+    try:
+        yield _SHARED.get()
+    finally:
+        _SHARED.reset(token)
+
+def shared_store():
+    "The store of the innermost open `reuse_kernel_stats` context (a dict), or None outside one."
+    return _SHARED.get()

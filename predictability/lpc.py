@@ -85,6 +85,11 @@ def linear_predictability(f: np.ndarray, # the predictor(s), (N,) or (N, K)
     return float(p) if f.ndim == 1 else p
 
 # %% ../nbs/02_lpc.ipynb #543f9e28
+def _lpc_step(fb, Gb, lam, rtol=1e-10):
+    "`lpc_step` on columns already on $\\mathcal M$ with checked settings (Algorithm 1's sweeps): no checks, no copies."
+    Y = np.column_stack([fb, np.sqrt(lam) * _basis(Gb, rtol)])     # A = Y Y^T (e:lpc)
+    return _top_direction(Y, fb)
+
 def lpc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
              Gbar: np.ndarray, # the references, (N, R)
              lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
@@ -95,9 +100,7 @@ def lpc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, 
     Gb = normalize(as_predictors(Gbar, "Gbar", ndim=(2,)), "Gbar")
     _check_rows(fb, Gb, "fbar_t", "Gbar")
     lam = check_scalar(lam, "lam")
-    U = _basis(Gb, check_scalar(rtol, "rtol", high=1.0))
-    Y = np.column_stack([fb, np.sqrt(lam) * U])     # A = Y Y^T (e:lpc)
-    return _top_direction(Y, fb)
+    return _lpc_step(fb, Gb, lam, check_scalar(rtol, "rtol", high=1.0))
 
 def lpc_objective(f: np.ndarray, # the candidate predictor, (N,)
 

@@ -13,8 +13,9 @@ import numpy as np
 from scipy import linalg
 from tqdm import tqdm
 
-from .combination import CombineResult
-from .core import NormStats, as_predictors, check_scalar, normalize
+from .labelled import CombineResult
+from .problem import prepare
+from .core import as_predictors, check_scalar, normalize
 
 # %% ../nbs/07b_mtl.ipynb #8cc24119
 def _median_width2(x: np.ndarray, max_rows: int = 1000) -> float:
@@ -40,6 +41,7 @@ def _nfsic(K: np.ndarray, L: np.ndarray, reg: float):
     a = linalg.solve(G.T @ G / n + reg * np.eye(J), u, assume_a="pos")
     return float(u @ a), (Kt, Lt, G, a)
 
+# %% ../nbs/07b_mtl.ipynb #240b424f
 @dataclass
 class FsicSetup:
     "FSIC's fixed ingredients for the P columns of a matrix: locations (J, P) and squared widths (P,)."
@@ -103,6 +105,7 @@ def phi_vector(H: np.ndarray,     # (N, P) predictor matrix
     Kt, _ = _features(H, s)
     return _all_pairs(Kt, s.reg)[0][np.triu_indices(H.shape[1], 1)]
 
+# %% ../nbs/07b_mtl.ipynb #79b95f16
 def _phi_and_grad(H: np.ndarray, s: FsicSetup, weights):
     "phi (M,) and the gradient (N, P) of sum_k r_k phi_k, where r = weights(phi) (a function, so one pass does both)."
     n, P = H.shape
@@ -202,19 +205,8 @@ def mtl_combine(target,                  # (N,) or (N, H) target predictor
                 progress: bool = False,  # a tqdm bar over the iterations
                ) -> CombineResult:
     "Mejjati et al.'s MTL adapted to predictor combination: minimise (e:mtlenergy) by ADMM; `history` holds the target after each iteration."
-    F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
-    F2 = F if F.ndim == 2 else F[:, None]
-    if references is None:
-        if F2.shape[1] < 2:
-            raise ValueError("no references: `references` is None and the target has a single column. "
-                             "Pass the (N, R) evaluations of at least one reference predictor.")
-        G = np.empty((len(F2), 0))
-    else:
-        G = as_predictors(references, "references", ndim=(1, 2), min_points=3)
-        G = G if G.ndim == 2 else G[:, None]
-        if len(G) != len(F2):
-            raise ValueError(f"`target` has {len(F2)} points but `references` has {len(G)}; they must be "
-                             "evaluations on the same points, row by row.")
+    pb = prepare(target, references)                 # validated, aligned, H^0 on the model space
+    F, F2 = pb.F, pb.F2
     lam1 = check_scalar(lam1, "lam1"); lam2 = check_scalar(lam2, "lam2")
     rho = check_scalar(rho, "rho", strict=True)
     if rho <= 4 * lam1:
@@ -224,9 +216,9 @@ def mtl_combine(target,                  # (N,) or (N, H) target predictor
         if int(v) != v or v < 0:
             raise ValueError(f"`{name}` must be a non-negative integer; got {v!r}.")
     h = F2.shape[1]
-    H0 = np.c_[normalize(F2, "target"), normalize(G, "references") if G.shape[1] else G]
+    H0 = pb.H0
     s = fsic_setup(H0, n_locations=n_locations, reg=reg, random_state=random_state)
-    stats_ = NormStats.of(F2)
+    stats_ = pb.stats
     H, z = H0.copy(), phi_vector(H0, s)
     w = np.zeros_like(z)
     history = [F2.copy()]

@@ -58,6 +58,12 @@ def _top_direction(Y: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return orient(f / np.linalg.norm(f), ref)
 
 # %% ../nbs/01_opc.ipynb #b63cfde5
+def _opc_step(fb, Gb, lam, sigma2):
+    "`opc_step` on columns already on $\\mathcal M$ with checked settings (Algorithm 1's sweeps): no checks, no copies."
+    w = _opc_weights(fb, Gb, sigma2)
+    Y = np.column_stack([fb, Gb * np.sqrt(lam * w)])   # A = Y Y^T
+    return _top_direction(Y, fb)
+
 def opc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
              Gbar: np.ndarray, # the references, (N, R)
              lam: float = 1.0, # $\lambda_O$, the weight of the references, >= 0
@@ -69,9 +75,7 @@ def opc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, 
     _check_rows(fb, Gb, "fbar_t", "Gbar")
     lam = check_scalar(lam, "lam")
     sigma2 = check_scalar(sigma2, "sigma2", strict=True)
-    w = _opc_weights(fb, Gb, sigma2)
-    Y = np.column_stack([fb, Gb * np.sqrt(lam * w)])   # A = Y Y^T
-    return _top_direction(Y, fb)
+    return _opc_step(fb, Gb, lam, sigma2)
 
 def opc_objective(f: np.ndarray, # the candidate predictor, (N,)
 

@@ -17,7 +17,10 @@ from scipy import stats
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
-from .combination import CombineResult, _align, _is_pandas, _Labels, _wrap, combine, reuse_kernel_stats
+from .combination import combine
+from .labelled import CombineResult, align, is_pandas, label_result, labels_of
+from .kstats import reuse_kernel_stats
+from .methods import METHODS
 from .core import as_predictors, check_bool, check_int, one_blas_thread
 
 # %% ../nbs/08_tune.ipynb #bd072d79
@@ -66,7 +69,7 @@ def accuracy(scores, # class scores, (n, H)
                          f"got values in [{y.min():g}, {y.max():g}].")
     return float(100.0 * np.mean(s.argmax(1) == y.astype(np.int64)))
 
-# %% ../nbs/08_tune.ipynb #8f629a17
+# %% ../nbs/08_tune.ipynb #c355951a
 DEFAULT_GRID = {"noise": [0.03, 0.1, 0.3], "kernel_scale": [0.5, 1.0, 2.0], "lam": [0.3, 1.0, 3.0]}
 
 @dataclass
@@ -78,6 +81,7 @@ class TuneResult:
     result: CombineResult  # the run at the chosen setting up to the chosen iteration (`per_column`: the input and the choice)
     table: pd.DataFrame    # every setting and iteration with its validation score
 
+# %% ../nbs/08_tune.ipynb #265c21a8
 LAMBDA_GRID = [1.0, 10.0, 100.0]   # lambda_J: the paper's best region on PubFig is 10 to 100
 
 def label_free_grid(target, # the predictor(s) to improve, (N,) or (N, H)
@@ -97,6 +101,7 @@ def label_free_grid(target, # the predictor(s) to improve, (N,) or (N, H)
             "lam": list(LAMBDA_GRID)}
     return {k: v for k, v in grid.items() if k not in combine_kwargs}
 
+# %% ../nbs/08_tune.ipynb #8bc9dfed
 def _check_index(index, n: int) -> np.ndarray:
     "Row positions from integer positions or a boolean mask of length `n`: unique, within range, at least 2."
     index = np.asarray(index)
@@ -113,9 +118,10 @@ def _check_index(index, n: int) -> np.ndarray:
         raise ValueError("`index` selects some rows more than once; each labelled point must appear once.")
     return index
 
+# %% ../nbs/08_tune.ipynb #b089e833
 def _align_labels(target, labels, index):
     "`labels` as pandas labels them: on the rows `index` of a pandas target, by index label (reordered when needed)."
-    if not (_is_pandas(target) and _is_pandas(labels)):
+    if not (is_pandas(target) and is_pandas(labels)):
         return labels
     want, have = target.index[index], labels.index
     if have.equals(want):
@@ -127,6 +133,23 @@ def _align_labels(target, labels, index):
                          "labels.to_numpy() to pair them with `index` by position.")
     return labels.iloc[pos]
 
+# %% ../nbs/08_tune.ipynb #881b7abf
+def _tune_labels(fn, F, labels, index):
+    "`labels` as an array paired with `index`: class indices within the target's columns for `accuracy`, else finite."
+    if fn is accuracy:
+        labels = np.asarray(labels)
+        accuracy(F.reshape(len(F), -1)[index], labels)      # class indices within the target's columns
+    else:
+        labels = labels.to_numpy() if hasattr(labels, "to_numpy") else np.asarray(labels)
+        if labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1):
+            labels = _check_labels(labels)
+    if labels.shape[0] != index.shape[0]:
+        raise ValueError(f"`labels` has {labels.shape[0]} entries but `index` selects {index.shape[0]} rows.")
+    if not np.all(np.isfinite(np.asarray(labels, dtype=np.float64))):
+        raise ValueError("`labels` contains NaN or infinite values; label only points with known values.")
+    return labels
+
+# %% ../nbs/08_tune.ipynb #d78a344b
 def _check_grid(grid, combine_kwargs) -> dict:
     "The grid as {keyword of `combine`: non-empty list of values}; unknown or doubly given keywords are refused."
     grid = DEFAULT_GRID if grid is None else grid
@@ -147,6 +170,22 @@ def _check_grid(grid, combine_kwargs) -> dict:
         out[k] = list(v)
     return out
 
+# %% ../nbs/08_tune.ipynb #5a2929a8
+def _prepare(F, Gr, grid, method, combine_kwargs):
+    "The grid (the label-free one by default for GP methods) and the ARD weights, fitted once into `combine_kwargs`."
+    if method in ("npc", "npc-exact") and combine_kwargs.get("ard", True) is True and "ard" not in (grid or {}):
+        cols = [F.reshape(len(F), -1)]
+        if Gr is not None:           # None: an (N, H) target whose columns are each other's references
+            cols.append(Gr.reshape(len(F), -1))
+        combine_kwargs["ard"] = fit_ard_joint(np.concatenate(cols, axis=1))
+    if grid is None and method in ("npc", "npc-exact"):
+        grid = label_free_grid(F, Gr, method=method, **combine_kwargs) or None
+    if grid is None and isinstance(method, str) and method in METHODS:   # the keywords the method takes
+        grid = {k: v for k, v in DEFAULT_GRID.items() if k in METHODS[method].settings}
+    grid = _check_grid(grid, combine_kwargs)
+    return grid, list(grid)
+
+# %% ../nbs/08_tune.ipynb #4a0e19e2
 def _metric(metric, F):
     metric = metric or ("accuracy" if F.ndim == 2 else "kendall")
     fn = {"kendall": kendall_tau, "accuracy": accuracy, "pairwise": pairwise_accuracy}.get(metric, metric) \
@@ -167,6 +206,53 @@ def _score(fn, pred, labels, params, t) -> float:
                          "score (higher is better). Check the labels and the metric.")
     return score
 
+# %% ../nbs/08_tune.ipynb #60156a3f
+def _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
+    "Every setting of `grid` run by `combine`: `(params, result)`, the NPC kernel statistics shared across the grid."
+    with reuse_kernel_stats():   # grid points with the same kernel scale share them
+        for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
+            params = dict(zip(grid, values))
+            res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
+            yield params, res
+
+def _labelled(chosen, target, references, F, Gr):
+    "The chosen result with the labels of pandas inputs (see `combine`)."
+    Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
+    return label_result(chosen, *labels_of(target, references, F, Gl), is_pandas(target) or is_pandas(references))
+
+# %% ../nbs/08_tune.ipynb #38e68a14
+def _tune_per_column(target, references, F, Gr, labels, index, *, metric, grid, n_iter, method, progress,
+                     **combine_kwargs):
+    "`tune(..., per_column=True)`: every column's best (setting, iteration) from the same runs."
+    if F.ndim != 2:
+        raise ValueError("`per_column=True` needs an (N, H) target; for a 1-D target use per_column=False.")
+    H = F.shape[1]
+    labels = labels.to_numpy() if hasattr(labels, "to_numpy") else np.asarray(labels)
+    if labels.ndim != 2 or labels.shape != (index.shape[0], H):
+        raise ValueError(f"`labels` must be ({index.shape[0]}, {H}) with `per_column=True`: the true values of every "
+                         f"column at the rows `index`; got shape {labels.shape}.")
+    labels = np.column_stack([_check_labels(labels[:, j], f"labels[:, {j}]") for j in range(H)])
+    fn = _metric(metric, F[:, 0])
+    if fn is accuracy:
+        raise ValueError("metric='accuracy' compares the H columns of each row (an arg-max over classes); with "
+                         "per_column=True every column is scored alone: use 'kendall', 'pairwise' or a callable.")
+    grid, keys = _prepare(F, Gr, grid, method, combine_kwargs)
+    rows, best = [], [None] * H
+    for params, res in _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
+        for t, pred in enumerate(res.history):
+            for j in range(H):
+                score = _score(fn, pred[index, j], labels[:, j], params, t)
+                rows.append({**params, "column": j, "iteration": t, "score": score})
+                if best[j] is None or score > best[j][0]:
+                    best[j] = (score, params, t, pred[:, j].copy(), res)
+    pred = np.column_stack([b[3] for b in best])
+    res0 = best[0][4]
+    chosen = CombineResult(pred, np.stack([F, pred]), res0.relevance,
+                           {**res0.params, "n_iter": [b[2] for b in best], **{k: [b[1][k] for b in best] for k in keys}})
+    return TuneResult([b[1] for b in best], [b[2] for b in best], float(np.mean([b[0] for b in best])),
+                      _labelled(chosen, target, references, F, Gr), pd.DataFrame(rows))
+
+# %% ../nbs/08_tune.ipynb #4b0b53f3
 def tune(target, # the predictor(s) to improve, (N,) or (N, H)
          references, # the references (N, R), or None for an (N, H) target
          labels, # the true values at the rows `index` (class indices for metric="accuracy")
@@ -186,7 +272,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
     labels (`labels` is (n, H), the metric per column, Kendall's tau by default) from the same joint runs; `params`
     and `n_iter` are then lists, one entry per column, and `score` is their mean."""
     with one_blas_thread():   # single-threaded BLAS throughout, as in `combine`
-        references = _align(target, references)
+        references = align(target, references)
         F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
         Gr = None if references is None else as_predictors(references, "references", ndim=(1, 2), min_points=3)
         n_iter = check_int(n_iter, "n_iter")
@@ -201,79 +287,16 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
             return _tune_per_column(target, references, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
                                     method=method, progress=progress, **combine_kwargs)
         fn = _metric(metric, F)
-        if fn is accuracy:
-            labels = np.asarray(labels)
-            accuracy(F.reshape(len(F), -1)[index], labels)      # class indices within the target's columns
-        else:
-            labels = labels.to_numpy() if hasattr(labels, "to_numpy") else np.asarray(labels)
-            if labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1):
-                labels = _check_labels(labels)
-        if labels.shape[0] != index.shape[0]:
-            raise ValueError(f"`labels` has {labels.shape[0]} entries but `index` selects {index.shape[0]} rows.")
-        if not np.all(np.isfinite(np.asarray(labels, dtype=np.float64))):
-            raise ValueError("`labels` contains NaN or infinite values; label only points with known values.")
+        labels = _tune_labels(fn, F, labels, index)
         grid, keys = _prepare(F, Gr, grid, method, combine_kwargs)
         rows, best = [], None
-        with reuse_kernel_stats():   # grid points with the same kernel scale share the NPC kernel statistics
-            for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
-                params = dict(zip(keys, values))
-                res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
-                for t, pred in enumerate(res.history):
-                    score = _score(fn, pred[index], labels, params, t)
-                    rows.append({**params, "iteration": t, "score": score})
-                    if best is None or score > best[0]:
-                        best = (score, params, t, res)
+        for params, res in _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
+            for t, pred in enumerate(res.history):
+                score = _score(fn, pred[index], labels, params, t)
+                rows.append({**params, "iteration": t, "score": score})
+                if best is None or score > best[0]:
+                    best = (score, params, t, res)
         score, params, t, res = best
         chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
                                {**res.params, "n_iter": t})
-        Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
-        chosen = _wrap(chosen, _Labels.of(target, references, F, Gl), _is_pandas(target) or _is_pandas(references))
-        return TuneResult(params, t, float(score), chosen, pd.DataFrame(rows))
-
-def _prepare(F, Gr, grid, method, combine_kwargs):
-    "The grid (the label-free one by default for GP methods) and the ARD weights, fitted once into `combine_kwargs`."
-    if method in ("npc", "npc-exact") and combine_kwargs.get("ard", True) is True and "ard" not in (grid or {}):
-        cols = [F.reshape(len(F), -1)]
-        if Gr is not None:           # None: an (N, H) target whose columns are each other's references
-            cols.append(Gr.reshape(len(F), -1))
-        combine_kwargs["ard"] = fit_ard_joint(np.concatenate(cols, axis=1))
-    if grid is None and method in ("npc", "npc-exact"):
-        grid = label_free_grid(F, Gr, method=method, **combine_kwargs) or None
-    grid = _check_grid(grid, combine_kwargs)
-    return grid, list(grid)
-
-def _tune_per_column(target, references, F, Gr, labels, index, *, metric, grid, n_iter, method, progress,
-                     **combine_kwargs):
-    "`tune(..., per_column=True)`: every column's best (setting, iteration) from the same runs."
-    if F.ndim != 2:
-        raise ValueError("`per_column=True` needs an (N, H) target; for a 1-D target use per_column=False.")
-    H = F.shape[1]
-    labels = labels.to_numpy() if hasattr(labels, "to_numpy") else np.asarray(labels)
-    if labels.ndim != 2 or labels.shape != (index.shape[0], H):
-        raise ValueError(f"`labels` must be ({index.shape[0]}, {H}) with `per_column=True`: the true values of every "
-                         f"column at the rows `index`; got shape {labels.shape}.")
-    labels = np.column_stack([_check_labels(labels[:, j], f"labels[:, {j}]") for j in range(H)])
-    fn = _metric(metric, F[:, 0])
-    if fn is accuracy:
-        raise ValueError("metric='accuracy' compares the H columns of each row (an arg-max over classes); with "
-                         "per_column=True every column is scored alone: use 'kendall', 'pairwise' or a callable.")
-    grid, keys = _prepare(F, Gr, grid, method, combine_kwargs)
-    rows, best = [], [None] * H
-    with reuse_kernel_stats():
-        for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
-            params = dict(zip(keys, values))
-            res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
-            for t, pred in enumerate(res.history):
-                for j in range(H):
-                    score = _score(fn, pred[index, j], labels[:, j], params, t)
-                    rows.append({**params, "column": j, "iteration": t, "score": score})
-                    if best[j] is None or score > best[j][0]:
-                        best[j] = (score, params, t, pred[:, j].copy(), res)
-    pred = np.column_stack([b[3] for b in best])
-    res0 = best[0][4]
-    chosen = CombineResult(pred, np.stack([F, pred]), res0.relevance,
-                           {**res0.params, "n_iter": [b[2] for b in best], **{k: [b[1][k] for b in best] for k in keys}})
-    Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
-    chosen = _wrap(chosen, _Labels.of(target, references, F, Gl), _is_pandas(target) or _is_pandas(references))
-    return TuneResult([b[1] for b in best], [b[2] for b in best], float(np.mean([b[0] for b in best])), chosen,
-                      pd.DataFrame(rows))
+        return TuneResult(params, t, float(score), _labelled(chosen, target, references, F, Gr), pd.DataFrame(rows))

@@ -197,6 +197,12 @@ def test_unexpected_errors_are_one_line(files, exc, code, msg):
     assert not (d / "never.csv").exists()
 
 
+def test_refuses_a_flag_the_method_lacks(tmp_path, files):
+    d, _, _ = files          # LPC has no GP noise: the flag would be ignored, so it is refused, named
+    _one_error_line(_cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "y.csv", "--method", "lpc",
+                         "--noise", "0.5", "--n-iter", "2"), "--noise")
+
+
 @pytest.mark.skipif(not SCRIPT.exists(), reason="console script not installed (pip install -e .)")
 def test_console_script(files):
     d, _, _ = files
