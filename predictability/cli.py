@@ -55,6 +55,7 @@ class _Once(argparse._StoreAction):
         given.add(self.dest)
         super().__call__(parser, namespace, values, option_string)
 
+# %% ../nbs/13_cli.ipynb #c1630791
 class _Parser(argparse.ArgumentParser):
     "An ArgumentParser whose errors are one line, `prog: error: message (see 'prog --help')`, and whose options are given once."
     def __init__(self, *a, **k):
@@ -109,6 +110,7 @@ def _add_combine(sub):
                       "what was chosen and why")
     c.set_defaults(func=_cmd_combine)
 
+# %% ../nbs/13_cli.ipynb #5d511fb2
 def _add_csv_options(c):
     c.add_argument("--sep", metavar="SEP", default=None, help="CSV field separator: ',', ';' or tab (default: guessed)")
     c.add_argument("--decimal", choices=(".", ","), default=None, help="CSV decimal mark (default: guessed; a comma "
@@ -134,6 +136,7 @@ def _add_demo(sub):
     m.add_argument("--no-progress", action="store_true", help="no progress messages on stderr")
     m.set_defaults(func=_cmd_demo)
 
+# %% ../nbs/13_cli.ipynb #bee4946a
 def _add_toy(sub):
     t = sub.add_parser("toy", help="print the toy problems' table (the paper's Table 1)",
                        description="Mean pairwise accuracy (%%) of f0, OPC, LPC and NPC on the two toy problems.")
@@ -142,6 +145,7 @@ def _add_toy(sub):
                    help="number of random draws (default: 10)")
     t.set_defaults(func=_cmd_toy)
 
+# %% ../nbs/13_cli.ipynb #63fdf27f
 def build_parser() -> argparse.ArgumentParser:
     "The `predictability` argument parser: one `_add_<command>(subparsers)` per subcommand."
     from predictability import __version__
@@ -197,6 +201,7 @@ def _check_combine_args(args) -> tuple:
                              "use --device cpu.")
     return fmt, rel_fmt
 
+# %% ../nbs/13_cli.ipynb #ee8c950f
 def _unique(names, what: str):
     seen = set()
     for n in names:
@@ -211,6 +216,7 @@ def _read(path, role: str, args, index_col=None):
     return read_predictors(path, role, sep=args.sep, decimal=args.decimal, header=args.header,
                            index_col=index_col or args.index_col)
 
+# %% ../nbs/13_cli.ipynb #40c8ea76
 def _shared_key(t, r):
     "The name of a first column that TARGET and REFERENCES share, holding unique whole numbers in both: their row key."
     import numpy as np
@@ -237,6 +243,7 @@ def _check_complete(p, role: str, path):
                          f"{where}, column {col}; every point needs a value: fill it in, or drop that row from "
                          "every file.")
 
+# %% ../nbs/13_cli.ipynb #8fab2d57
 def _read_inputs(args):
     "TARGET and REFERENCES, their rows paired by their labels (an index column or a shared key column) or by position."
     from predictability.fileio import align_rows
@@ -257,6 +264,7 @@ def _say(args, *lines):
         for line in lines:
             print(line, file=sys.stderr if args.out == "-" else sys.stdout)
 
+# %% ../nbs/13_cli.ipynb #73974c49
 def _summary(args, res, target, names, rel_fmt) -> str:
     "One line: which target columns changed and by how much (RMS, in standard deviations), the method, where it went."
     import numpy as np
@@ -283,6 +291,7 @@ def _write_outputs(args, res, t, r, fmt: str, rel_fmt):
         tab = relevance_table(res.relevance, t.names, None if r is None else r.names)
         write_table(args.relevance, tab, rel_fmt, index=res.relevance.ndim == 2)
 
+# %% ../nbs/13_cli.ipynb #bf28c10c
 def _cmd_combine(args) -> int:
     from predictability import combine
     from predictability.methods import METHODS
@@ -327,6 +336,7 @@ def _check_demo_out(out):
                          f"); the demo writes {', '.join(DEMO_FILES)} there. Choose a new or empty folder, or an "
                          "earlier report's.")
 
+# %% ../nbs/13_cli.ipynb #617a3680
 def _cmd_demo(args) -> int:
     from predictability.demo import QUICK_DEMO, chosen_table, markdown_table, run_demo
     _check_demo_out(args.out)
@@ -341,6 +351,7 @@ def _cmd_demo(args) -> int:
     print(f"report written to {Path(args.out).resolve()} ({', '.join(rep.paths)})")
     return 0
 
+# %% ../nbs/13_cli.ipynb #9676fe97
 def _cmd_toy(args) -> int:
     try:
         from predictability.toy import toy_table
@@ -371,10 +382,12 @@ def _cli_words(msg: str) -> str:
                  lambda m: f"{_FLAGS[m[1]]} {m[2].strip(chr(39))}", msg)
     return re.sub(r"`(\w+)`", lambda m: _FLAGS.get(m[1], m[0]), msg)
 
+# %% ../nbs/13_cli.ipynb #4a8720e6
 def _written_for_users(e) -> bool:
     "Our ValueErrors (not subclasses such as numpy's LinAlgError), and OS and import errors, explain themselves."
     return type(e) is ValueError or isinstance(e, (OSError, ImportError))
 
+# %% ../nbs/13_cli.ipynb #0e535326
 def _one_line(e) -> str:
     "`e`'s message on one line, in the command line's words; other exception types are named, and a message-less one gives its type."
     msg = _cli_words(" ".join(str(e).split()))
@@ -390,10 +403,12 @@ def _quiet_stdout():
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         pass
 
+# %% ../nbs/13_cli.ipynb #64ee95f9
 def _forget_interrupt():
     "Reset CPython's note of a KeyboardInterrupt raised inside `exec` of a string (dataclasses, namedtuple do that)."
     exec("pass")   # the note outlives our `except` and makes Python end by SIGINT (-2), not our 130; an exec resets it
 
+# %% ../nbs/13_cli.ipynb #fdf25dcd
 def _run_command(command: str, func, args) -> int:
     "Run `func(args)`; its warnings (once each), then its error, become one line each on stderr: exit 2, Ctrl-C 130."
     last, quiet = None, getattr(args, "quiet", False)

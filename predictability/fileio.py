@@ -79,6 +79,7 @@ def _is_number(s: str, decimal: str = ".") -> bool:
     except ValueError:
         return False
 
+# %% ../nbs/13a_io.ipynb #211aef2b
 def _records(text: str, role: str, path, sep: str = ","):
     "(file line from 1, fields, the line's text) of each CSV record; a quoted field spanning lines is refused."
     raw = []
@@ -105,6 +106,7 @@ _INDEX_NAME = re.compile(r"(|Unnamed: \d+)")      # pandas' unnamed index column
 _INT = re.compile(r"[-+]?\d+")
 _COMMA_NUMBER = re.compile(r"[-+]?(\d+,\d*|,\d+)([eE][-+]?\d+)?")
 
+# %% ../nbs/13a_io.ipynb #1bd7f64b
 def _guess_sep(text: str) -> str:
     "';' or tab when every one of the first 50 lines splits into the same number (> 1) of fields on it, else ','."
     lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
@@ -114,6 +116,7 @@ def _guess_sep(text: str) -> str:
             return cand
     return ","
 
+# %% ../nbs/13a_io.ipynb #c23bad7d
 def _guess_decimal(fields: list, sep: str) -> str:
     "',' when the separator is not a comma, some field is a number with a decimal comma and none is one with a point."
     if sep != "," and any(_COMMA_NUMBER.fullmatch(f) for f in fields) and not any(
@@ -141,6 +144,7 @@ def _pandas_names(names: list) -> bool:
     names = names[1:] if len(names) > 1 and names[0] == "" else names
     return names == [str(i) for i in range(len(names))]
 
+# %% ../nbs/13a_io.ipynb #01f9a80f
 def _has_header(rows: list, decimal: str, label_col: bool, role: str, path) -> bool:
     "The header rule (see above); ValueError when a first row of pandas' default names is as likely data."
     first = [f.strip() for f in rows[0]]
@@ -154,6 +158,7 @@ def _has_header(rows: list, decimal: str, label_col: bool, role: str, path) -> b
     raise ValueError(f"{role} {str(path)!r}: the first row {','.join(first)!r} may be pandas' default column names "
                      "or data (the other rows are integers too); pass --header or --no-header.")
 
+# %% ../nbs/13a_io.ipynb #ee59fde6
 def _dialect(text: str, role: str, path, sep=None, decimal=None, header=None):
     "The CsvDialect of `text` (the options given, the rest guessed) and its records."
     given = sep = {"tab": "\t", "\\t": "\t"}.get(sep, sep)
@@ -183,6 +188,7 @@ def _dialect(text: str, role: str, path, sep=None, decimal=None, header=None):
     index_col = 0 if label_col or (names and _INDEX_NAME.fullmatch(names[0])) else None
     return CsvDialect(sep, decimal, bool(header), index_col), recs
 
+# %% ../nbs/13a_io.ipynb #f00e8cd0
 def csv_dialect(path, # a CSV file
                 role: str = "file", # how error messages name the file
                 sep: str | None = None, # the field separator (",", ";", tab); None: guessed
@@ -201,6 +207,7 @@ def _other_sep(s: str, sep: str) -> str:
     other = [c for c in SEPARATORS if c != sep and c in s]
     return f" The file looks {other[0]!r}-separated: pass --sep {'tab' if other[0] == chr(9) else other[0]!r}." if other else ""
 
+# %% ../nbs/13a_io.ipynb #5a047e95
 def _to_float(rows, lines, names, role, path, decimal=".", sep=",") -> np.ndarray:
     "The fields of `rows` as float64: numbers, and NaN for missing values; ValueError at the first other field."
     if decimal == ".":
@@ -229,6 +236,7 @@ def _index_at(names, index_col, role, path):
         raise ValueError(f"{role} {str(path)!r} has no column {index_col!r} (--index-col); its columns: {names}.")
     return names.index(index_col)
 
+# %% ../nbs/13a_io.ipynb #6975e092
 def _read_csv(path, role: str, sep=None, decimal=None, header=None, index_col=None) -> Predictors:
     d, recs = _dialect(read_text(path, role), role, path, sep, decimal, header)
     width = len(recs[0][1])
@@ -264,6 +272,7 @@ def _read_frame(path, fmt: str, role: str):
     except Exception as e:
         raise ValueError(f"{role} {str(path)!r} could not be read as {fmt}: {e}") from None
 
+# %% ../nbs/13a_io.ipynb #2ab2adf3
 def _from_frame(df: pd.DataFrame, path, role: str, index_col=None) -> Predictors:
     if index_col is not None and index_col != df.index.name:
         df = df.set_index(df.columns[_index_at([str(c) for c in df.columns], index_col, role, path)])
@@ -276,6 +285,7 @@ def _from_frame(df: pd.DataFrame, path, role: str, index_col=None) -> Predictors
     return Predictors(df.to_numpy(dtype=np.float64, na_value=np.nan), [str(c) for c in df.columns],
                       None if default else ix)
 
+# %% ../nbs/13a_io.ipynb #7e3800f6
 def _warn_index_like(p: Predictors, role: str, path):
     v = p.values
     if v.ndim == 2 and v.shape[1] >= 2 and v.shape[0] >= 3 and np.array_equal(v[:, 0], np.arange(v.shape[0])):
@@ -283,6 +293,7 @@ def _warn_index_like(p: Predictors, role: str, path):
                       "predictor. If it is an index, give it a header (pandas: df.to_csv(path)) and say so with "
                       "--index-col, or write the file without it (index=False).", stacklevel=3)
 
+# %% ../nbs/13a_io.ipynb #3aa4879e
 def read_predictors(path, # a .csv, .npy or .parquet file
                     role: str = "file", # how error messages name the file, e.g. "TARGET"
                     *,
@@ -353,6 +364,7 @@ def _replace(path, write):
         tmp.unlink(missing_ok=True)
         raise
 
+# %% ../nbs/13a_io.ipynb #bafe3dd5
 def _save_npy(path, a):
     with open(path, "wb") as fh:                     # np.save(str) would append '.npy' to other names
         np.save(fh, a)
@@ -382,6 +394,7 @@ def write_table(path, # the output file
         return w(sys.stdout)
     _replace(path, w)
 
+# %% ../nbs/13a_io.ipynb #663c8914
 def write_predictors(path, # the output file
                      values, # (N,) or (N, K)
                      names: list | None = None, # K column names (None: no header in a CSV, "0".."K-1" in Parquet)
@@ -414,6 +427,7 @@ def same_file(a, # a path
         pass
     return a.resolve() == b.resolve()
 
+# %% ../nbs/13a_io.ipynb #9fbd7bc3
 def check_outputs(outputs: dict, # {role: path} of the files to write, e.g. {"OUT": "o.csv"}
                   inputs: dict, # {role: path} of the files read
                  ):

@@ -19,10 +19,12 @@ class Labelled(NamedTuple):
     names: list | None      # column names (a Series' name), or None (a CSV without a header row, NPY)
     index: pd.Index | None  # the row labels, or None (NumPy, or a file without an index column)
 
+# %% ../nbs/07d_labelled.ipynb #0069ead3
 def is_pandas(x) -> bool:
     "Is `x` a pandas Series or DataFrame?"
     return isinstance(x, (pd.Series, pd.DataFrame))
 
+# %% ../nbs/07d_labelled.ipynb #ae6e7860
 def names_of(x, default: list) -> list:
     "Column names of a pandas object (a Series' name), else `default`."
     if isinstance(x, pd.DataFrame):
@@ -31,6 +33,7 @@ def names_of(x, default: list) -> list:
         return [x.name if x.name is not None else default[0]]
     return default
 
+# %% ../nbs/07d_labelled.ipynb #08f08442
 def labelled(x, values, default: list) -> Labelled:
     "`values` (the input `x` as an array) with `x`'s labels: a pandas object's names and index, else `default` names."
     return Labelled(values, names_of(x, default), x.index if is_pandas(x) else None)
@@ -94,6 +97,7 @@ def labels_of(target, references, F, Gr) -> tuple:
     return (labelled(target, F, list(range(h)) if F.ndim == 2 else ["target"]),
             labelled(references, Gr, list(range(Gr.shape[1]))))
 
+# %% ../nbs/07d_labelled.ipynb #fba0c6c8
 def label_result(res, # a `CombineResult` of NumPy arrays
                  target: Labelled, # the target's labels (`labels_of`)
                  references: Labelled, # the references' labels

@@ -25,12 +25,14 @@ def _median_width2(x: np.ndarray, max_rows: int = 1000) -> float:
     d = np.subtract.outer(x, x)[np.triu_indices(len(x), 1)]
     return float(np.median(d * d))
 
+# %% ../nbs/07b_mtl.ipynb #d9624d7f
 def _gauss(x: np.ndarray, v: np.ndarray, width2: float):
     "K[i, j] = exp(-(x_i - v_j)^2 / (2 width2)) and its derivative in x_i."
     d = x[:, None] - v[None, :]
     K = np.exp(-d * d / (2.0 * width2))
     return K, -K * d / width2
 
+# %% ../nbs/07b_mtl.ipynb #afda280f
 def _nfsic(K: np.ndarray, L: np.ndarray, reg: float):
     "u^T (Sigma + reg I)^{-1} u from the (n, J) feature matrices, and what its gradient needs."
     n, J = K.shape
@@ -49,6 +51,7 @@ class FsicSetup:
     width2: np.ndarray        # (P,) squared Gaussian widths, one per column (the median heuristic)
     reg: float                # gamma, ridge on the covariance of the witness
 
+# %% ../nbs/07b_mtl.ipynb #63b01b7b
 def fsic_setup(H,                       # (N, P) columns whose pairwise dependence is measured
                *, n_locations: int = 10,  # J, test locations: rows of H drawn at random
                reg: float = 1e-2,       # gamma, ridge on the covariance of the witness
@@ -66,6 +69,7 @@ def fsic_setup(H,                       # (N, P) columns whose pairwise dependen
                          "equal to 0 (a nearly constant predictor): FSIC's median width is 0. Drop it.")
     return FsicSetup(H[rows].copy(), w2, reg)
 
+# %% ../nbs/07b_mtl.ipynb #7b64d948
 def fsic(x,                        # (N,) values of the first variable
          y,                        # (N,) values of the second, row by row
          *, n_locations: int = 10, # J, test locations
@@ -87,6 +91,7 @@ def _features(H: np.ndarray, s: FsicSetup):
     K = np.exp(-d * d / (2.0 * s.width2[:, None, None]))
     return K - K.mean(1, keepdims=True), -K * d / s.width2[:, None, None]
 
+# %% ../nbs/07b_mtl.ipynb #e0aa71a4
 def _all_pairs(Kt: np.ndarray, reg: float):
     "NFSIC of every pair (a, b) at once: phi (P, P), u and a = A^{-1} u (P, P, J). No (pairs, N, J) array is formed."
     P, n, J = Kt.shape
@@ -98,6 +103,7 @@ def _all_pairs(Kt: np.ndarray, reg: float):
     a = np.linalg.solve(A, u[..., None])[..., 0]
     return np.einsum("abj,abj->ab", u, a), u, a
 
+# %% ../nbs/07b_mtl.ipynb #8629bc57
 def phi_vector(H: np.ndarray,     # (N, P) predictor matrix
                s: FsicSetup,      # its fixed FSIC locations and widths (`fsic_setup`)
               ) -> np.ndarray:
@@ -122,6 +128,7 @@ def _phi_and_grad(H: np.ndarray, s: FsicSetup, weights):
     grad = (2.0 / n) * np.einsum("anj,anj->an", dK, T1 - T2 + T3[:, None, :])
     return phi, grad.T
 
+# %% ../nbs/07b_mtl.ipynb #ac81a0d0
 def phi_vector_grad(H: np.ndarray,     # (N, P) predictor matrix
                     s: FsicSetup,      # its fixed FSIC locations and widths (`fsic_setup`)
                     r: np.ndarray,     # (P(P-1)/2,) weights of the pairs above the diagonal, row by row
@@ -130,6 +137,7 @@ def phi_vector_grad(H: np.ndarray,     # (N, P) predictor matrix
     r = np.asarray(r, dtype=np.float64)
     return _phi_and_grad(H, s, lambda phi: r)[1]
 
+# %% ../nbs/07b_mtl.ipynb #779681cd
 def fsic_matrix(H,                        # (N, P) predictor matrix
                 *, setup: FsicSetup | None = None,  # fixed locations and widths; None: `fsic_setup(H, ...)`
                 n_locations: int = 10,   # J (when `setup` is None)
@@ -150,6 +158,7 @@ def fsic_matrix(H,                        # (N, P) predictor matrix
 def _soft(t: np.ndarray, kappa: float) -> np.ndarray:
     return np.sign(t) * np.maximum(np.abs(t) - kappa, 0.0)
 
+# %% ../nbs/07b_mtl.ipynb #8e458897
 def mtl_z_step(c: np.ndarray,    # the point the ADMM penalty pulls z towards (vec Phi(H) + scaled dual)
                lam1: float,      # lambda_1, the weight of -|z|_2^2
                lam2: float,      # lambda_2, the weight of |z|_1
@@ -158,6 +167,7 @@ def mtl_z_step(c: np.ndarray,    # the point the ADMM penalty pulls z towards (v
     "argmin_z -2 lam1 |z|^2 + 2 lam2 |z|_1 + (rho/2)|z - c|^2 (needs rho > 4 lam1): soft-thresholding, rescaled."
     return _soft(rho * c, 2.0 * lam2) / (rho - 4.0 * lam1)
 
+# %% ../nbs/07b_mtl.ipynb #31fb8538
 def _h_step(H, H0, target, rho, s, n_steps):
     "A few backtracked gradient steps on |H - H0|^2 + (rho/2)|phi(H) - target|^2 from H (each tries twice the last step first)."
     def obj(X, phi):
@@ -181,6 +191,7 @@ def _h_step(H, H0, target, rho, s, n_steps):
             break                                            # no descent along the gradient: stationary
     return H
 
+# %% ../nbs/07b_mtl.ipynb #c23de117
 def mtl_energy(H,                 # (N, P) current predictors
                H0,                # (N, P) initial predictors
                s: FsicSetup,      # fixed FSIC locations and widths

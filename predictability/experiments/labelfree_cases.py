@@ -62,6 +62,7 @@ def _labelled_rows(truth, seed: int, n_labels: int):
     test = np.setdiff1d(np.arange(len(truth)), lab)
     return lab, lambda f: kendall_tau(np.asarray(f)[test], truth[test])
 
+# %% ../../nbs/experiments/05_labelfree_cases.ipynb #a3b12245
 def measure_case(target, refs, truth,   # one case
                  seed: int,              # seed of the labelled rows drawn for `tune`
                  n_labels: int = 20,     # labels given to `tune`
