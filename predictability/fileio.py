@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['FORMATS', 'BOMS', 'MISSING', 'SEPARATORS', 'Predictors', 'file_format', 'read_text', 'CsvDialect', 'csv_dialect',
-           'read_predictors', 'align_rows', 'write_table', 'write_predictors', 'same_file', 'check_outputs']
+           'read_predictors', 'align_rows', 'write_table', 'write_predictors', 'same_file', 'check_outputs', 'Labelled']
 
 # %% ../nbs/13a_io.ipynb #6e5e2612
 import codecs
@@ -200,7 +200,7 @@ def csv_dialect(path, # a CSV file
 
 # %% ../nbs/13a_io.ipynb #5bd74a7b
 Predictors = Labelled   # what `read_predictors` returns: values, names, index (`predictability.labelled`)
-_all_ = ["Predictors"]
+_all_ = ["Predictors", "Labelled"]
 
 def _other_sep(s: str, sep: str) -> str:
     "A hint when the field `s` holds another separator than `sep`."
