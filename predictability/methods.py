@@ -19,10 +19,10 @@ from .blocks import _check_weights, _scaled_columns
 from .kernels import gaussian_kernel
 from .kstats import _check_precision, kernel_stats, shared_store
 from .labelfree import LabelFreeChoice, choose, relevance_test_widths
-from .lpc import _lpc_step, lpc_iterate
+from .lpc import lpc_iterate, lpc_update
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
-from .opc import _opc_step, opc_iterate
+from .opc import opc_iterate, opc_update
 
 # %% ../nbs/07c_methods.ipynb #f9920803
 def _kernel_stats(X, basis, f, device, share, precision="float64", block_products=None):
@@ -161,7 +161,7 @@ class OPC(Method):
         self.kernel_scale = _auto_or(kernel_scale, "kernel_scale", _check_width)
 
     def step(self, run, p, Hb, first=False):
-        return _opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam, run.plans[p].kernel_scale)
+        return opc_update(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam, run.plans[p].kernel_scale)
 
     def fixed(self, run, p, H0):
         return opc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], run.plans[p].n_iter, lam=self.lam,
@@ -180,7 +180,7 @@ class LPC(Method):
         self.lam = check_scalar(lam, "lam")
 
     def step(self, run, p, Hb, first=False):
-        return _lpc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam)
+        return lpc_update(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam)
 
     def fixed(self, run, p, H0):
         return lpc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], run.plans[p].n_iter, lam=self.lam)
