@@ -68,6 +68,9 @@ def _check_ard_arg(ard, joint, m):
     if isinstance(m, MTL) and (ard is not True or not joint):
         raise ValueError(f"`{'ard' if ard is not True else 'joint'}` is not a setting of method='mtl' (ADMM over every "
                          "column, without ARD weights): remove it.")
+    if not m.gp and not isinstance(ard, (bool, np.bool_)):
+        raise ValueError(f"`ard` as a relevance matrix is not a setting of method={m.name!r}: the paper's ARD weighs the "
+                         "GP kernel's inputs, and LPC and OPC have no kernel over the references. Remove `ard`.")
 
 def _ard_weights(m, ard, F2, Gr, P, rows):
     """Algorithm 1, line 2: the (P, P) relevance weights, once, from $H^0$ (GP methods; `rows`: the rows fitted,

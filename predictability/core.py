@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['JIT_OPTIONS', 'centering_matrix', 'as_predictors', 'check_scalar', 'check_int', 'check_bool', 'check_random_state',
-           'center', 'normalize', 'NormStats', 'standardize', 'orient', 'numba_cache_dir', 'jit', 'one_blas_thread']
+           'center', 'normalize', 'check_rows', 'normalize_pair', 'NormStats', 'standardize', 'orient',
+           'numba_cache_dir', 'jit', 'one_blas_thread']
 
 # %% ../nbs/00_core.ipynb #88a2433f
 import contextlib
@@ -164,6 +165,28 @@ def normalize(x: np.ndarray, # predictor evaluations, (N,) or (N, K); no constan
                          "Drop it.")
     c = center(x / _column_scale(x))            # the same direction as C_N x, computed without over/underflow
     return c / np.linalg.norm(c, axis=0)
+
+# %% ../nbs/00_core.ipynb #740a6726
+def check_rows(f: np.ndarray, # evaluations on N points, (N,) or (N, K)
+               G: np.ndarray, # evaluations that must be on the same points, (N, R)
+               fname: str = "f", # `f`'s argument name, quoted in the error message
+               gname: str = "G", # `G`'s argument name, quoted in the error message
+              ) -> None: # raises `ValueError` when the numbers of rows differ
+    "Raise `ValueError` naming both arguments when `f` and `G` are not evaluated on the same number of points."
+    if G.shape[0] != f.shape[0]:
+        raise ValueError(f"`{fname}` has {f.shape[0]} points but `{gname}` has {G.shape[0]}; both must be evaluated "
+                         "on the same points.")
+
+def normalize_pair(f, # a predictor (N,): an array, list or pandas Series
+                   G, # the references (N, R): an array or DataFrame
+                   fname: str = "fbar_t", # `f`'s argument name, quoted in error messages
+                   gname: str = "Gbar", # `G`'s argument name, quoted in error messages
+                  ) -> tuple: # $(\overline{\mathbf f}, \overline G)$, on $\mathcal M$
+    "`f` and `G` validated (`as_predictors`), projected onto $\\mathcal M$ (`normalize`) and checked to share their points."
+    fb = normalize(as_predictors(f, fname, ndim=(1,)), fname)
+    Gb = normalize(as_predictors(G, gname, ndim=(2,)), gname)
+    check_rows(fb, Gb, fname, gname)
+    return fb, Gb
 
 # %% ../nbs/00_core.ipynb #78d40795
 @dataclass

@@ -19,10 +19,11 @@ from .blocks import _check_weights, _scaled_columns
 from .kernels import gaussian_kernel
 from .kstats import _check_precision, kernel_stats, shared_store
 from .labelfree import LabelFreeChoice, choose, relevance_test_widths
-from .lpc import _lpc_step, lpc_iterate
+from .lpc import lpc_iterate, lpc_update
+from .mtl import check_rho
 from .npc_exact import npc_exact_step
 from .nystrom import basis_indices, npc_iterate, npc_update
-from .opc import _opc_step, opc_iterate
+from .opc import opc_iterate, opc_update
 
 # %% ../nbs/07c_methods.ipynb #f9920803
 def _kernel_stats(X, basis, f, device, share, precision="float64", block_products=None):
@@ -161,7 +162,7 @@ class OPC(Method):
         self.kernel_scale = _auto_or(kernel_scale, "kernel_scale", _check_width)
 
     def step(self, run, p, Hb, first=False):
-        return _opc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam, run.plans[p].kernel_scale)
+        return opc_update(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam, run.plans[p].kernel_scale)
 
     def fixed(self, run, p, H0):
         return opc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], run.plans[p].n_iter, lam=self.lam,
@@ -180,7 +181,7 @@ class LPC(Method):
         self.lam = check_scalar(lam, "lam")
 
     def step(self, run, p, Hb, first=False):
-        return _lpc_step(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam)
+        return lpc_update(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam)
 
     def fixed(self, run, p, H0):
         return lpc_iterate(H0[:, p], H0[:, _others(p, H0.shape[1])], run.plans[p].n_iter, lam=self.lam)
@@ -422,7 +423,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
 
 # %% ../nbs/07c_methods.ipynb #4abe73a5
 class MTL(Method):
-    "Mejjati et al.'s MTL (`predictability.mtl.mtl_combine`, whose checks run at the start of the run); `n_iter` 'auto': 50."
+    "Mejjati et al.'s MTL (`predictability.mtl.mtl_combine`), its settings checked here; `n_iter` 'auto': 50."
     name, settings = "mtl", ("lam1", "lam2", "rho", "n_locations", "reg", "inner_steps")
     def __init__(self,
                  lam1: float = 0.1, # lambda_1, the weight of -|vec Phi|_2^2 (strengthens dependence)
@@ -432,8 +433,11 @@ class MTL(Method):
                  reg: float = 1e-2, # FSIC's ridge gamma
                  inner_steps: int = 3, # gradient steps per H-step
                 ):
-        self.lam1, self.lam2, self.rho, self.n_locations, self.reg, self.inner_steps = \
-            lam1, lam2, rho, n_locations, reg, inner_steps
+        self.lam1, self.lam2 = check_scalar(lam1, "lam1"), check_scalar(lam2, "lam2")
+        self.rho = check_rho(rho, self.lam1)
+        self.n_locations = check_int(n_locations, "n_locations", low=1)   # <= N is checked on the problem
+        self.reg = check_scalar(reg, "reg", strict=True)
+        self.inner_steps = check_int(inner_steps, "inner_steps", low=1)
 
     def combine(self, target, references, *, n_iter="auto", random_state=None, progress=False):
         "`mtl_combine(target, references, ...)` with this method's settings."

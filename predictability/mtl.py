@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['FsicSetup', 'fsic_setup', 'fsic', 'phi_vector', 'phi_vector_grad', 'fsic_matrix', 'mtl_z_step', 'mtl_energy',
-           'mtl_combine']
+           'check_rho', 'mtl_combine']
 
 # %% ../nbs/07b_mtl.ipynb #cf6a4d79
 from dataclasses import dataclass
@@ -202,6 +202,17 @@ def mtl_energy(H,                 # (N, P) current predictors
     z = phi_vector(H, s)
     return float(np.sum((H - H0) ** 2) - 2 * lam1 * z @ z + 2 * lam2 * np.abs(z).sum())
 
+# %% ../nbs/07b_mtl.ipynb #c7a1e0d2
+def check_rho(rho, # the ADMM penalty $\rho$
+              lam1: float, # $\lambda_1$, checked >= 0
+             ) -> float: # `rho` as a float
+    "`rho` checked > 4 `lam1`: the z-step `mtl_z_step` minimises a function unbounded below otherwise."
+    rho = check_scalar(rho, "rho", strict=True)
+    if rho <= 4 * lam1:
+        raise ValueError(f"`rho` must exceed 4 * lam1 = {4 * lam1:g} (else the z-step of ADMM is unbounded "
+                         f"below); got rho={rho:g}. Raise `rho` or lower `lam1`.")
+    return rho
+
 # %% ../nbs/07b_mtl.ipynb #81f0df5d
 def mtl_combine(target,                  # (N,) or (N, H) target predictor
                 references,              # (N, R) references, or None for an (N, H) target (columns jointly)
@@ -219,10 +230,7 @@ def mtl_combine(target,                  # (N,) or (N, H) target predictor
     pb = prepare(target, references)                 # validated, aligned, H^0 on the model space
     F, F2 = pb.F, pb.F2
     lam1 = check_scalar(lam1, "lam1"); lam2 = check_scalar(lam2, "lam2")
-    rho = check_scalar(rho, "rho", strict=True)
-    if rho <= 4 * lam1:
-        raise ValueError(f"`rho` must exceed 4 * lam1 = {4 * lam1:g} (else the z-step of ADMM is unbounded "
-                         f"below); got rho={rho:g}. Raise `rho` or lower `lam1`.")
+    rho = check_rho(rho, lam1)
     for name, v in (("n_iter", n_iter), ("inner_steps", inner_steps)):
         if int(v) != v or v < 0:
             raise ValueError(f"`{name}` must be a non-negative integer; got {v!r}.")

@@ -15,7 +15,7 @@ import numpy as np
 from .core import NormStats, as_predictors
 from .blocks import _normalize_fast
 from .labelled import align, labels_of
-from .lpc import _check_collinear_normalized
+from .lpc import check_collinear
 from .kstats import shared_store
 
 # %% ../nbs/07e_problem.ipynb #9e4a0f16
@@ -36,11 +36,11 @@ def _check_collinear_once(Gb):
     "`check_collinear` of the normalised references `Gb`; inside `reuse_kernel_stats()` (tune's grid) only once per matrix."
     store = shared_store()
     if store is None:
-        return _check_collinear_normalized(Gb, "references")
+        return check_collinear(Gb, "references", normalized=True)
     key = hashlib.blake2b(np.ascontiguousarray(Gb).tobytes(), digest_size=20).hexdigest()
     seen = store.setdefault("collinear_ok", set())
     if key not in seen:
-        _check_collinear_normalized(Gb, "references")   # raises for collinear references: nothing is remembered then
+        check_collinear(Gb, "references", normalized=True)   # raises for collinear references: nothing is remembered then
         seen.add(key)
 
 # %% ../nbs/07e_problem.ipynb #9f13bf5c

@@ -18,7 +18,8 @@ from tqdm import tqdm
 
 from .ard import fit_ard_joint
 from .combination import combine
-from .labelled import CombineResult, align, is_pandas, label_result, labels_of
+from .labelled import CombineResult, is_pandas, label_result
+from .problem import prepare
 from .kstats import reuse_kernel_stats
 from .methods import METHODS
 from .core import as_predictors, check_bool, check_int, one_blas_thread
@@ -215,13 +216,12 @@ def _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
             res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
             yield params, res
 
-def _labelled(chosen, target, references, F, Gr):
-    "The chosen result with the labels of pandas inputs (see `combine`)."
-    Gl = np.empty((len(F), 0)) if Gr is None else Gr.reshape(len(F), -1)
-    return label_result(chosen, *labels_of(target, references, F, Gl), is_pandas(target) or is_pandas(references))
+def _labelled(chosen, pb, pandas):
+    "The chosen result with the labels of the prepared problem `pb` (see `combine`); `pandas`: an input was pandas."
+    return label_result(chosen, *pb.labels, pandas)
 
 # %% ../nbs/08_tune.ipynb #38e68a14
-def _tune_per_column(target, references, F, Gr, labels, index, *, metric, grid, n_iter, method, progress,
+def _tune_per_column(pb, pandas, F, Gr, labels, index, *, metric, grid, n_iter, method, progress,
                      **combine_kwargs):
     "`tune(..., per_column=True)`: every column's best (setting, iteration) from the same runs."
     if F.ndim != 2:
@@ -250,7 +250,7 @@ def _tune_per_column(target, references, F, Gr, labels, index, *, metric, grid, 
     chosen = CombineResult(pred, np.stack([F, pred]), res0.relevance,
                            {**res0.params, "n_iter": [b[2] for b in best], **{k: [b[1][k] for b in best] for k in keys}})
     return TuneResult([b[1] for b in best], [b[2] for b in best], float(np.mean([b[0] for b in best])),
-                      _labelled(chosen, target, references, F, Gr), pd.DataFrame(rows))
+                      _labelled(chosen, pb, pandas), pd.DataFrame(rows))
 
 # %% ../nbs/08_tune.ipynb #4b0b53f3
 def tune(target, # the predictor(s) to improve, (N,) or (N, H)
@@ -272,19 +272,16 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
     labels (`labels` is (n, H), the metric per column, Kendall's tau by default) from the same joint runs; `params`
     and `n_iter` are then lists, one entry per column, and `score` is their mean."""
     with one_blas_thread():   # single-threaded BLAS throughout, as in `combine`
-        references = align(target, references)
-        F = as_predictors(target, "target", ndim=(1, 2), min_points=3)
-        Gr = None if references is None else as_predictors(references, "references", ndim=(1, 2), min_points=3)
+        pb = prepare(target, references)             # validated and aligned once, as `combine` does
+        pandas = is_pandas(target) or is_pandas(references)
+        F, Gr = pb.F, (pb.Gr if pb.Gr.shape[1] else None)   # None: an (N, H) target whose columns are each other's
         n_iter = check_int(n_iter, "n_iter")
         progress = check_bool(progress, "progress")
         per_column = check_bool(per_column, "per_column")
         index = _check_index(index, F.shape[0])
-        if Gr is None and F.ndim == 1:
-            raise ValueError("no references were given and the target has a single column: give the (N, R) "
-                             "evaluations of at least one reference predictor.")
         labels = _align_labels(target, labels, index)
         if per_column:
-            return _tune_per_column(target, references, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
+            return _tune_per_column(pb, pandas, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
                                     method=method, progress=progress, **combine_kwargs)
         fn = _metric(metric, F)
         labels = _tune_labels(fn, F, labels, index)
@@ -299,4 +296,4 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
         score, params, t, res = best
         chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
                                {**res.params, "n_iter": t})
-        return TuneResult(params, t, float(score), _labelled(chosen, target, references, F, Gr), pd.DataFrame(rows))
+        return TuneResult(params, t, float(score), _labelled(chosen, pb, pandas), pd.DataFrame(rows))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import check_scalar, one_blas_thread
-from .rankers import (KernelRankSVM, _check_X, _rank_svm, _whitener, kmeans_basis,
+from .rankers import (KernelRankSVM, check_features, rank_svm, whitener, kmeans_basis,
                                                  median_sq_distance, rbf_kernel)
 from ..tuning import kendall_tau
 
@@ -107,7 +107,7 @@ class GLPool:
 
     def scores(self, X, coef) -> np.ndarray:
         "Evaluate dual coefficients `coef` (N',) or (T, N') (e.g. a `gl_combine` history) on `X` (M, D): (M,) or (T, M)."
-        return np.asarray(coef) @ rbf_kernel(_check_X(X), self.basis, self.kernel_scale).T
+        return np.asarray(coef) @ rbf_kernel(check_features(X), self.basis, self.kernel_scale).T
 
 # %% ../../nbs/experiments/01_gl.ipynb #098a9782
 def _best_kernel_svm(X, y, Xv, yv, grid, basis, max_pairs, seed):
@@ -120,13 +120,13 @@ def _best_kernel_svm(X, y, Xv, yv, grid, basis, max_pairs, seed):
     return best
 
 def _check_pool_inputs(X_train, Y_train, X_val, Y_val, X_unlabelled):
-    X_train = _check_X(X_train, "X_train"); X_val = _check_X(X_val, "X_val")
+    X_train = check_features(X_train, "X_train"); X_val = check_features(X_val, "X_val")
     Y_train = np.asarray(Y_train, dtype=np.float64); Y_val = np.asarray(Y_val, dtype=np.float64)
     if Y_train.ndim != 2 or Y_train.shape[0] != X_train.shape[0]:
         raise ValueError(f"`Y_train` must be (N, P) labels, one row per row of `X_train`; got shape {Y_train.shape}.")
     if Y_val.ndim != 2 or Y_val.shape != (X_val.shape[0], Y_train.shape[1]):
         raise ValueError(f"`Y_val` must be ({X_val.shape[0]}, {Y_train.shape[1]}); got shape {Y_val.shape}.")
-    parts = [X_train, X_val] + ([] if X_unlabelled is None else [_check_X(X_unlabelled, "X_unlabelled")])
+    parts = [X_train, X_val] + ([] if X_unlabelled is None else [check_features(X_unlabelled, "X_unlabelled")])
     if len({p.shape[1] for p in parts}) != 1:
         raise ValueError("`X_train`, `X_val` and `X_unlabelled` must have the same number of features.")
     return X_train, Y_train, X_val, Y_val, np.vstack(parts)
@@ -195,13 +195,13 @@ def gl_shared_pools(X_train,                 # labelled training inputs (N, D)
         for f in scale_factors:
             ks = check_scalar(f * med, "scale_factors", strict=True)
             K_BB = rbf_kernel(basis, basis, ks)
-            W = _whitener(K_BB)                                    # shared by every task and C
+            W = whitener(K_BB)                                    # shared by every task and C
             Ztr, Zva = rbf_kernel(X_train, basis, ks) @ W, rbf_kernel(X_val, basis, ks) @ W
             coef, params, taus = [], [], []
             for p in range(P):
                 cand = []
                 for C in Cs:
-                    w = _rank_svm(Ztr, Y_train[:, p], check_scalar(C, "Cs", strict=True), max_pairs,
+                    w = rank_svm(Ztr, Y_train[:, p], check_scalar(C, "Cs", strict=True), max_pairs,
                                   np.random.default_rng(seed))
                     cand.append((kendall_tau(Zva @ w, Y_val[:, p]), C, w))
                 t, C, w = max(cand, key=lambda c: c[0])              # the first best C on ties
