@@ -1,15 +1,16 @@
 """Test-time predictor combination by enhancing joint predictability (Kim, Richardt & Chang, ECCV 2020).
 
-The public API is `combine` and `tune`; the building blocks live in the submodules (one per notebook in nbs/).
+The public API is `combine`, `Combiner` (fit once, apply to new rows) and `tune`; the building blocks live in the submodules (one per notebook in nbs/).
 The modules that define them are `predictability.combination` and `predictability.tuning`, so that
 `predictability.combine` and `predictability.tune` always name the functions. They are loaded on first use, so that
 `import predictability.cli` starts at once and the console script answers Ctrl-C while NumPy and Numba load.
 """
 __version__ = "0.1.0"
 
-__all__ = ["combine", "CombineResult", "tune", "TuneResult", "__version__"]
+__all__ = ["combine", "CombineResult", "Combiner", "tune", "TuneResult", "__version__"]
 
-_HOME = {"combine": "combination", "CombineResult": "combination", "tune": "tuning", "TuneResult": "tuning"}
+_HOME = {"combine": "combination", "CombineResult": "combination", "Combiner": "combiner", "tune": "tuning",
+         "TuneResult": "tuning"}
 
 
 def __getattr__(name):

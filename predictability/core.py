@@ -204,12 +204,23 @@ class NormStats:
         xs = x / s                                   # mean and std of x/s, then scaled back: no overflow
         return cls(s * xs.mean(axis=0), s * xs.std(axis=0))
 
-    def inverse(self, fbar: np.ndarray, # centred, unit-norm columns, (N,) or (N, K)
+    def _scale(self):
+        "A per-column unit at which the mean and std are at most 1 in magnitude: no intermediate overflows."
+        return np.maximum(np.maximum(np.abs(self.mean), self.std), np.finfo(np.float64).tiny)
+
+    def inverse(self, fbar: np.ndarray, # centred, unit-norm columns, (N,) or (N, K); or other rows of them
+                n: int | None = None, # N, the rows the statistics are of (None: `fbar`'s)
                ) -> np.ndarray: # `fbar` with the stored means and standard deviations
         r"Map unit-norm, centred columns back to the stored mean and std: $\mu + s\sqrt N\,\overline{\mathbf f}$."
-        fbar = np.asarray(fbar, dtype=np.float64)
-        scale = np.maximum(np.maximum(np.abs(self.mean), self.std), np.finfo(np.float64).tiny)
-        return scale * (self.mean / scale + (self.std / scale) * (np.sqrt(fbar.shape[0]) * fbar))
+        fbar, scale = np.asarray(fbar, dtype=np.float64), self._scale()
+        return scale * (self.mean / scale + (self.std / scale) * (np.sqrt(n or fbar.shape[0]) * fbar))
+
+    def forward(self, x: np.ndarray, # values of the same columns at any rows, (n,) or (n, K)
+                n: int, # N, the rows the statistics are of
+               ) -> np.ndarray: # the rows on the model space of those N rows: $(x-\mu)/(s\sqrt N)$
+        "The inverse of `inverse`: rows (the N rows or others) put on the model space of the N rows."
+        scale = self._scale()
+        return (np.asarray(x, dtype=np.float64) / scale - self.mean / scale) / (self.std / scale) / np.sqrt(n)
 
 # %% ../nbs/00_core.ipynb #9d344fa8
 def standardize(x: np.ndarray, # predictor evaluations, (N,) or (N, K); no constant column

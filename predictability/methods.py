@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run', 'Method', 'OPC',
-           'LPC', 'NPCExact', 'NPC', 'MTL', 'make_method']
+           'LPC', 'NPCExact', 'NPC', 'LinearSpan', 'MTL', 'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -21,8 +21,8 @@ from .kstats import _check_precision, kernel_stats, shared_store
 from .labelfree import LabelFreeChoice, choose, relevance_test_widths
 from .lpc import lpc_iterate, lpc_update
 from .mtl import check_rho
-from .npc_exact import npc_exact_step
-from .nystrom import basis_indices, npc_iterate, npc_update
+from .npc_exact import npc_exact_span, npc_exact_step
+from .nystrom import KernelSpan, basis_indices, npc_iterate, npc_update
 from .opc import opc_iterate, opc_update
 
 # %% ../nbs/07c_methods.ipynb #f9920803
@@ -91,14 +91,36 @@ class Run:
     basis: np.ndarray | None           # Nystrom basis rows (GP methods)
     plans: dict                        # column -> `ColumnPlan`
     probed: set = field(default_factory=set)   # float32: columns whose probe chose float64 block products
+    spans: dict | None = None          # recording (a `Combiner`'s fit): column -> its updates as functions of a row
+    rows_at: dict = field(default_factory=dict)   # recording: sweep -> every column at the rows the updates replay on
 
     def step(self, p, Hb, first=False):
-        "The update of column `p` against the other columns of `Hb` (`first`: `Hb` is the input)."
-        return self.method.step(self, p, Hb, first)
+        "The update of column `p` against the other columns of `Hb` (`first`: `Hb` is the input); recorded if asked."
+        if self.spans is None:
+            return self.method.step(self, p, Hb, first)
+        f, span = self.method.step_span(self, p, Hb, first)
+        self._record(p, span, Hb)
+        return f
 
     def fixed(self, p, H0):
-        "The (n_iter + 1, N) history of column `p` iterated against the other columns held at `H0`."
-        return self.method.fixed(self, p, H0)
+        "The (n_iter + 1, N) history of column `p` iterated against the other columns held at `H0`; recorded if asked."
+        if self.spans is None:
+            return self.method.fixed(self, p, H0)
+        H, span = self.method.fixed_span(self, p, H0)
+        self._record(p, span, H0)
+        return H
+
+    def _record(self, p, span, Hb):
+        "Column `p`'s next update, and (once per sweep) the columns at its replay rows: each column moves once a sweep."
+        seen = self.spans.setdefault(p, [])
+        rows = self.method.replay_rows(self, Hb.shape[0])
+        if rows is not None and len(seen) not in self.rows_at:
+            self.rows_at[len(seen)] = Hb[rows]
+        seen.append(span)
+
+    def features(self, p, Hb, n=None):
+        "Column `p`'s kernel inputs at the rows `Hb` of a problem of `n` rows (None: `Hb`'s own)."
+        return _column_features(self, p, Hb, n)
 
 # %% ../nbs/07c_methods.ipynb #554cc312
 _WIDEST = (1e-100, 1e100)   # noise and kernel_scale beyond: noise^2 or distance/width overflow, the GP degenerates
@@ -192,14 +214,15 @@ class LPC(Method):
 # %% ../nbs/07c_methods.ipynb #4244ce21
 NPC_EXACT_MAX_N = 5000
 
-def _column_features(run, p, Hb):
-    "Column `p`'s kernel inputs (e:anisotropickernel): the other columns scaled by $\\sqrt{N w_{p,r}/\\sigma_k^2}$."
+def _column_features(run, p, Hb, n=None):
+    """Column `p`'s kernel inputs (e:anisotropickernel): the other columns scaled by $\\sqrt{N w_{p,r}/\\sigma_k^2}$
+    ($N$ = `n`, the rows of the problem, which are `Hb`'s unless `Hb` holds other rows of it)."""
     o = _others(p, Hb.shape[1])
     if isinstance(_as_slice(o), slice):            # the others contiguous: a view, no copy
-        X1 = _model_features(Hb[:, _as_slice(o)], run.weights[p, o])
+        X1 = _scaled_columns(Hb[:, _as_slice(o)], _feature_scales(run.weights[p, o], n or Hb.shape[0]))
     else:                                          # all columns, column p scaled by 0: no gathered copy
         c = np.zeros(Hb.shape[1])
-        c[o] = _feature_scales(run.weights[p, o], Hb.shape[0])
+        c[o] = _feature_scales(run.weights[p, o], n or Hb.shape[0])
         X1 = _scaled_columns(Hb, c)
     X1 /= np.sqrt(run.plans[p].kernel_scale)       # scaled as the label-free choice scales it: the same bits
     return X1
@@ -268,6 +291,13 @@ class NPCExact(_GP):
         X = _column_features(run, p, Hb)
         return npc_exact_step(Hb[:, p], gaussian_kernel(X, X), run.plans[p].noise, self.lam)
 
+    def step_span(self, run, p, Hb, first=False):
+        "The update and its span over the kernel with the N rows (`npc_exact_span`)."
+        X = _column_features(run, p, Hb)
+        K, noise = gaussian_kernel(X, X), run.plans[p].noise
+        f = npc_exact_step(Hb[:, p], K, noise, self.lam)
+        return f, npc_exact_span(f, Hb[:, p], K, noise, self.lam)
+
     def cost(self, n, P, nb, n_sweeps, joint):
         return n_sweeps * (3.5 * n ** 3 + 2 * n * n * (P - 1))
 
@@ -316,14 +346,14 @@ def _input_stats(self, run, p, H0):
     return st if st is not None else _kernel_stats(_column_features(run, p, H0), run.basis, H0[:, p], self.device,
                                                    True, self.precision)
 
-def _npc_step(self, run, p, Hb, first=False):
+def _npc_step(self, run, p, Hb, first=False, span=False):
     "(e:objectivef) on column `p`; in float32 a column whose probe chose float64 block products keeps them (no probe)."
     st = _input_stats(self, run, p, Hb) if first else _kernel_stats(
         _column_features(run, p, Hb), run.basis, Hb[:, p], self.device, False, self.precision,
         "float64" if p in run.probed else None)
     if st.precision == "float32" and st.block_products == "float64":
         run.probed.add(p)
-    return npc_update(Hb[:, p], st, noise=run.plans[p].noise, lam=self.lam, kf=st.kf)
+    return npc_update(Hb[:, p], st, noise=run.plans[p].noise, lam=self.lam, kf=st.kf, span=span)
 
 def _npc_fixed(self, run, p, H0):
     "Statistics once, then the whole run in the span of $[\\mathbf f^0, CK_{GB}]$ (the stopping rule's iterates if kept)."
@@ -420,6 +450,52 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
             weights[p, o] = 1.0 / len(o)
         out.append(c)
     return out
+
+# %% ../nbs/07c_methods.ipynb #6e7b2683
+@dataclass
+class LinearSpan:
+    "A linear method's update as a function of a row: $f(\\mathbf x)=\\mathbf h(\\mathbf x)^\\top\\boldsymbol\\gamma$, $\\mathbf h$ the row's columns."
+    coef: np.ndarray   # (P,) the weight of each column
+
+    def __call__(self, H):
+        "The update at rows whose columns' values are `H` (n, P)."
+        return H @ self.coef
+
+def _linear_step_span(self, run, p, Hb, first=False):
+    "The update of column `p` and its coefficients on the columns of `Hb` (least squares: it lies in their span)."
+    f = self.step(run, p, Hb, first)
+    return f, LinearSpan(np.linalg.lstsq(Hb, f, rcond=None)[0])
+
+def _linear_fixed_span(self, run, p, H0):
+    "The fixed run's history, and its last iterate's coefficients on the input columns."
+    H = self.fixed(run, p, H0)
+    return H, LinearSpan(np.linalg.lstsq(H0, H[-1], rcond=None)[0])
+
+Method.step_span, Method.fixed_span = _linear_step_span, _linear_fixed_span
+Method.replay_rows = lambda self, run, n: None       # rows whose kernel an update replays with: none (linear)
+
+# %% ../nbs/07c_methods.ipynb #e759e7e0
+def _npc_fixed_span(self, run, p, H0):
+    "The fixed run on the input statistics (the stopping rule's iterates carry no coefficients), its last iterate's span."
+    plan = run.plans[p]
+    plan.take("history")
+    H, sp = npc_iterate(H0[:, p], _input_stats(self, run, p, H0), plan.n_iter, noise=plan.noise, lam=self.lam,
+                        span=True)
+    return H, KernelSpan(sp.a[-1], sp.u[:, -1], sp.c[-1])
+
+def _exact_fixed_span(self, run, p, H0):
+    "The updates of a fixed run composed: $A_{t+1}=a_tA_t$, $U_{t+1}=a_tU_t+\\mathbf u_t$, $C_{t+1}=a_tC_t+c_t$."
+    Hb, out, acc = H0.copy(), [H0[:, p].copy()], KernelSpan(1.0, np.zeros(H0.shape[0]), 0.0)
+    for _ in range(run.plans[p].n_iter):
+        Hb[:, p], s = self.step_span(run, p, Hb)
+        acc = KernelSpan(s.a * acc.a, s.a * acc.u + s.u, s.a * acc.c + s.c)
+        out.append(Hb[:, p].copy())
+    return np.array(out), acc
+
+NPC.step_span = lambda self, run, p, Hb, first=False: _npc_step(self, run, p, Hb, first, span=True)
+NPC.fixed_span, NPCExact.fixed_span = _npc_fixed_span, _exact_fixed_span
+NPC.replay_rows = lambda self, run, n: run.basis
+NPCExact.replay_rows = lambda self, run, n: np.arange(n)
 
 # %% ../nbs/07c_methods.ipynb #4abe73a5
 class MTL(Method):
