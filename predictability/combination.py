@@ -141,7 +141,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             noise: float | str = "auto", # GP noise $\sigma^2$: "auto" (maximum likelihood, per column) or a number
             kernel_scale: float | str = "auto", # kernel width $\sigma_k^2$ ($\sigma_O^2$ for OPC): "auto" (maximum likelihood) or a number
             basis: str = "even", # Nystrom basis rows: "even" (deterministic) or "random" (drawn with `random_state`)
-            device: str = "cpu", # where npc's kernel sums run: "cpu" or "cuda"
+            device: str = "cpu", # where npc's kernel sums run: "cpu", "cuda", or a back end (`make_backend`) whose statistics cache calls share
             precision: str = "float64", # npc's kernel statistics: "float64", or "float32" (float32 kernel blocks, float64 sums; see `kernel_stats`)
             random_state: int | np.random.Generator | None = None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
             progress: bool | None = None, # tqdm bar over the iterations: True, False, or None (only for long runs)
@@ -175,10 +175,11 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         (n, P), h, auto = pb.H0.shape, pb.h, m.is_auto(n_iter)
         rows = m.basis_rows(n, rng)                                 # the Nystrom basis B
         weights, use_ard, given = _ard_weights(m, ard, pb.F2, pb.Gr, P, range(h) if auto or not joint else None)
-        cols = list(range(P) if joint else range(h))
-        plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=perm_rng, given=given)
+        cols, backend = list(range(P) if joint else range(h)), m.backend(pb.H0)   # the run's back end, made once
+        plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=perm_rng, given=given,
+                                 backend=backend)
         n_sweeps = max(plans[p].n_iter for p in range(h))           # references move only while a target column does
-        run = m.run(weights, rows, plans)
+        run = m.run(weights, rows, plans, backend)
         show = _show_progress(progress, m, run, n, P, n_sweeps, joint)
         bar = functools.partial(tqdm, desc=f"combine ({m.name})", disable=not show, leave=False)
         sweeps = _joint_sweeps if joint else _fixed_runs
