@@ -16,11 +16,11 @@ import numpy as np
 from tqdm import tqdm
 
 from .ard import fit_ard_joint
-from .core import check_bool, check_int, check_random_state, one_blas_thread
+from .core import check_auto, check_bool, check_int, check_random_state, one_blas_thread
 from .blocks import _default_threads
 from .labelled import CombineResult, is_pandas, label_result
 from .kstats import reuse_kernel_stats
-from .methods import MTL, Method, Run, _auto_or, make_method
+from .methods import MTL, Method, make_method
 from .problem import prepare
 
 _all_ = ["reuse_kernel_stats", "CombineResult"]   # defined in `kstats` and `labelled`, kept importable from here
@@ -153,7 +153,7 @@ def combine_options(method="npc", # a name in `METHODS` or a method object
                    ) -> Options:
     "`combine`'s keywords checked once: the method object built (a setting it lacks refused) and the run's settings."
     m = make_method(method, **settings)
-    n_iter, joint = _auto_or(n_iter, "n_iter", check_int), check_bool(joint, "joint")
+    n_iter, joint = check_auto(n_iter, "n_iter", check_int), check_bool(joint, "joint")
     rng = check_random_state(random_state)
     perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
     progress = progress if progress is None else check_bool(progress, "progress")
@@ -172,10 +172,11 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
     (n, P), h, auto = pb.H0.shape, pb.h, m.is_auto(n_iter)
     rows = m.basis_rows(n, o.rng)                                   # the Nystrom basis B
     weights, use_ard, given = _ard_weights(m, o.ard, pb.F2, pb.Gr, P, range(h) if auto or not joint else None)
-    cols = list(range(P) if joint else range(h))
-    plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng, given=given)
+    cols, backend = list(range(P) if joint else range(h)), m.backend(pb.H0)   # the run's back end, made once
+    plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng, given=given,
+                             backend=backend)
     n_sweeps = max(plans[p].n_iter for p in range(h))               # references move only while a target column does
-    run = m.run(weights, rows, plans)
+    run = m.run(weights, rows, plans, backend)
     run.spans = {} if record else None
     show = _show_progress(o.progress, m, run, n, P, n_sweeps, joint)
     bar = functools.partial(tqdm, desc=f"combine ({m.name})", disable=not show, leave=False)
@@ -200,7 +201,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             noise: float | str = "auto", # GP noise $\sigma^2$: "auto" (maximum likelihood, per column) or a number
             kernel_scale: float | str = "auto", # kernel width $\sigma_k^2$ ($\sigma_O^2$ for OPC): "auto" (maximum likelihood) or a number
             basis: str = "even", # Nystrom basis rows: "even" (deterministic) or "random" (drawn with `random_state`)
-            device: str = "cpu", # where npc's kernel sums run: "cpu" or "cuda"
+            device: str = "cpu", # where npc's kernel sums run: "cpu", "cuda", or a back end (`make_backend`) whose statistics cache calls share
             precision: str = "float64", # npc's kernel statistics: "float64", or "float32" (float32 kernel blocks, float64 sums; see `kernel_stats`)
             random_state: int | np.random.Generator | None = None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
             progress: bool | None = None, # tqdm bar over the iterations: True, False, or None (only for long runs)

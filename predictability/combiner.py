@@ -7,7 +7,6 @@ __all__ = ['Replay', 'Combiner']
 
 # %% ../nbs/07f_combiner.ipynb #be1f27fe
 import json
-import warnings
 from dataclasses import dataclass
 
 import numpy as np

@@ -17,7 +17,7 @@ from scipy import optimize, stats
 from .core import as_predictors, check_scalar, normalize, one_blas_thread, orient, standardize
 from .blocks import _chunks, _column_gram, _default_threads, _run_chunks
 from .kernels import gaussian_kernel
-from .kstats import KernelStats, kernel_stats
+from .kstats import Backend, KernelStats, kernel_stats, resolve_backend
 from .nystrom import basis_indices, npc_iterate
 
 # %% ../nbs/07a_labelfree.ipynb #e54629d7
@@ -139,21 +139,22 @@ class GPFit:
     searched: dict = field(default_factory=dict, repr=False)      # log $\sigma_k^2$ -> `NystromEvidence` on those rows
 
 # %% ../nbs/07a_labelfree.ipynb #1b5dff24
-def _stats_at(X1, B1, scale, f, device, precision="float64"):
+def _stats_at(X1, B1, scale, f, backend):
+    "The kernel statistics at width `scale`, by the run's `backend`."
     s = np.sqrt(scale)
-    return kernel_stats(X1 / s, B1 / s, f, device=device, precision=precision)
+    return kernel_stats(X1 / s, B1 / s, f, backend=backend)
 
-def _map_widths(fn, widths, device):
+def _map_widths(fn, widths, backend):
     "`[fn(w) for w in widths]`, the widths split over the worker threads on the CPU (their passes are small, one thread each)."
-    if device != "cpu":
+    if backend.device != "cpu":
         return [fn(w) for w in widths]
     parts = _run_chunks(lambda lo, hi: [fn(w) for w in widths[lo:hi]], _chunks(len(widths), 1, _default_threads()))
     return [r for part in parts for r in part]
 
-def _search_width(fbar, X1, B1, noise, device, max_refine, precision="float64"):
+def _search_width(fbar, X1, B1, noise, backend, max_refine):
     "$\\log\\hat\\sigma_k^2$ and the widths tried: the grid, then safeguarded parabolic steps (golden section when a parabola is unsafe)."
     cache = {}
-    evidence = lambda lw: nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar)
+    evidence = lambda lw: nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, backend), fbar)
     def fill(lw, ev):
         cache[lw] = (ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])), ev
     def profiled(lw):                  # the energy minimised over sigma^2 at this width (or at the given sigma^2)
@@ -161,7 +162,7 @@ def _search_width(fbar, X1, B1, noise, device, max_refine, precision="float64"):
             fill(lw, evidence(lw))
         return cache[lw][0][1]
     grid = [float(np.log(w)) for w in WIDTH_GRID]
-    for lw, ev in zip(grid, _map_widths(evidence, grid, device)):   # the grid's widths side by side
+    for lw, ev in zip(grid, _map_widths(evidence, grid, backend)):   # the grid's widths side by side
         fill(lw, ev)
     for _ in range(max_refine):
         xs = sorted(cache)
@@ -183,13 +184,15 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
            *,
            noise="auto",      # sigma^2, or "auto" (maximum likelihood)
            kernel_scale="auto",  # sigma_k^2, or "auto" (maximum likelihood)
-           device: str = "cpu",
+           device: str = "cpu",  # "cpu" or "cuda" (with `backend`: left at its default)
            max_refine: int = 4,  # parabolic or golden-section steps after the grid (each one more width)
            max_rows: int | None = FIT_ROWS,  # search the width on a random subsample of this many rows; None: all
            random_state=None,    # seed or Generator for the subsample
            precision: str = "float64",  # of the kernel statistics: "float64" or "float32" (`kernel_stats`)
+           backend: Backend | None = None,  # the run's back end (`make_backend`) instead of `device` and `precision`
           ) -> GPFit:
     "Type-II ML of $\\sigma_k^2$ (grid, then safeguarded parabolic steps, on at most `max_rows` rows) and of $\\sigma^2$ (exact 1-D search on all rows)."
+    backend = resolve_backend(device, precision, backend)
     X1 = np.asarray(X1, dtype=np.float64)
     n, B1 = X1.shape[0], X1[np.asarray(basis)]
     n_widths, rows, sel, cache = 0, n, None, {}
@@ -199,7 +202,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
             fs, Xs, rows, Bs = normalize(fbar[sel], "fbar"), X1[sel], int(max_rows), X1[_search_basis(basis)]
         else:
             fs, Xs, Bs = fbar, X1, B1
-        lw, cache = _search_width(fs, Xs, Bs, noise, device, max_refine, precision)
+        lw, cache = _search_width(fs, Xs, Bs, noise, backend, max_refine)
         n_widths = len(cache)
         if rows == n:                                  # searched on all rows: the chosen width's evidence is at hand
             ev = cache[lw]
@@ -207,7 +210,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
             return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths, ev, n, None, cache)
     else:
         lw = float(np.log(kernel_scale))
-    ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, device, precision), fbar)   # one pass over all N rows
+    ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, backend), fbar)   # one pass over all N rows
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
     return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows, sel, cache)
 
@@ -281,12 +284,13 @@ def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
                           n_perm: int = 99,     # permutations (the smallest p-value is 1 / (1 + n_perm))
                           random_state=None,    # seed or Generator for the subsample and the permutations
                           max_rows: int | None = FIT_ROWS,  # test on a random subsample of this many rows; None: all
-                          device: str = "cpu",
+                          device: str = "cpu",  # "cpu" or "cuda" (with `backend`: left at its default)
                           rows=None,            # the rows to test on instead (`GPFit.rows`: the subsample `fit_gp` searched)
                           evidences=None,       # `GPFit.searched` when `X` is the features `fit_gp` saw: reused, not formed again
+                          backend: Backend | None = None,  # the run's back end instead of `device` (the test's statistics are float64)
                          ) -> RelevanceTest:
     "`relevance_test` with the width chosen inside the test: the statistic of the target and of each permutation is the best over `widths`, so the null is fitted as the target is."
-    rng = np.random.default_rng(random_state)
+    rng, backend = np.random.default_rng(random_state), resolve_backend(device, backend=backend).as_float64()
     X = np.asarray(X, dtype=np.float64)
     n, B1 = X.shape[0], X[np.asarray(basis)]
     f, evidences = fbar, evidences or {}
@@ -297,8 +301,8 @@ def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
     seed = int(rng.integers(2**63))                    # the same permutations at every width
     def evidence(w):                                   # the target's evidence on these rows at width w
         ev = evidences.get(float(np.log(w)))
-        return ev if ev is not None else nystrom_evidence(_stats_at(X, B1, w, f, device), f)
-    tests = _map_widths(lambda w: relevance_test(evidence(w), noise=noise, n_perm=n_perm, random_state=seed), list(widths), device)
+        return ev if ev is not None else nystrom_evidence(_stats_at(X, B1, w, f, backend), f)
+    tests = _map_widths(lambda w: relevance_test(evidence(w), noise=noise, n_perm=n_perm, random_state=seed), list(widths), backend)
     stat, null = max(t.statistic for t in tests), np.max([t.null for t in tests], axis=0)
     return RelevanceTest(float(stat), null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 
@@ -383,25 +387,25 @@ def choose(fbar,                  # (N,) unit-norm, centred column
            n_perm: int = 99,      # permutations of the relevance test
            kappa="auto",          # the stopping rule's share of the GP residual kept, or "auto": `KAPPA_DECISIVE` when the guard's 2 log LR and that of the fitted GP are both >= `DECISIVE`, else `KAPPA`
            random_state=None,     # seed or Generator for the permutations
-           device: str = "cpu",
+           device: str = "cpu",   # "cpu" or "cuda" (with `backend`: left at its default)
            precision: str = "float64",  # of `fit_gp`'s kernel statistics (the relevance test's, on a subsample, are float64)
            compare_weights: bool = True,  # with `X_test`: fit on `X_test` instead when its GP explains the column better than `X1`'s
+           backend: Backend | None = None,  # the run's back end (`make_backend`) instead of `device` and `precision`
           ) -> LabelFreeChoice:
     "The label-free choice for one column: ML $\\sigma^2,\\sigma_k^2$ (`fit_gp`), the relevance guard (`relevance_test_widths`), the stopping rule (`stopping_iteration`)."
     if isinstance(kappa, str) and kappa != "auto" or not isinstance(kappa, str) and not 0 <= check_scalar(kappa, "kappa") <= 1:
         raise ValueError(f"`kappa` must be 'auto' or a number in [0, 1] (1: never move); got {kappa!r}.")
     rng = np.random.default_rng(random_state)          # the subsample of `fit_gp`, then the permutations
-    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, device=device, random_state=rng,
-                 precision=precision)
+    backend = resolve_backend(device, precision, backend)   # every kernel pass of the choice on it
+    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, random_state=rng, backend=backend)
     test = relevance_test_widths(fbar, X1 if X_test is None else X_test, basis, noise=None if noise == "auto" else noise,
-                                 n_perm=n_perm, random_state=rng, device=device, rows=fit.rows,
-                                 evidences=fit.searched if X_test is None and precision == "float64" else None)   # one subsample
+                                 n_perm=n_perm, random_state=rng, rows=fit.rows, backend=backend,
+                                 evidences=fit.searched if X_test is None and backend.precision == "float64" else None)   # one subsample
     med = float(np.median(test.null))
     equal = (X_test is not None and compare_weights and n_iter == "auto" and test.p_value <= alpha
              and test.statistic > _tested_rows_lr(fit, noise))   # type-II ML between the two kernels (only if it moves)
     if equal:                                          # ARD's linear-kernel weights miss what equal weights see
-        fit = fit_gp(fbar, X_test, basis, noise=noise, kernel_scale=kernel_scale, device=device, random_state=rng,
-                     precision=precision)
+        fit = fit_gp(fbar, X_test, basis, noise=noise, kernel_scale=kernel_scale, random_state=rng, backend=backend)
     why = (f"sigma^2={fit.noise:.3g}, sigma_k^2={fit.kernel_scale:.3g} ({'ML' if noise == 'auto' else 'given'}/"
            f"{'ML' if kernel_scale == 'auto' else 'given'}); evidence 2logLR={test.statistic:.1f} vs permutation "
            f"median {med:.1f} (best width of each), p={test.p_value:.2g}")

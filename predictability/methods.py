@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ard import fit_ard_joint
-from .core import check_int, check_scalar
+from .core import check_auto, check_int, check_scalar
 from .blocks import _check_weights, _scaled_columns
 from .kernels import gaussian_kernel
-from .kstats import _check_precision, kernel_stats, shared_store
+from .kstats import Backend, kernel_stats, make_backend, shared_store
 from .labelfree import LabelFreeChoice, choose, relevance_test_widths
 from .lpc import lpc_iterate, lpc_update
 from .mtl import check_rho
@@ -26,27 +26,9 @@ from .nystrom import KernelSpan, basis_indices, npc_iterate, npc_update
 from .opc import opc_iterate, opc_update
 
 # %% ../nbs/07c_methods.ipynb #f9920803
-def _kernel_stats(X, basis, f, device, share, precision="float64", block_products=None):
-    "`kernel_stats(X, X[basis], f)`, from the shared store of `reuse_kernel_stats` when one is open and `share`."
-    store = shared_store()
-    if store is None or not share:
-        return kernel_stats(X, X[basis], f, device=device, precision=precision, block_products=block_products)
-    h = hashlib.blake2b(digest_size=20)
-    for a in (X, np.asarray(basis), f):
-        h.update(np.ascontiguousarray(a).tobytes())
-    key = (h.hexdigest(), X.shape, device, precision)
-    entries = store["entries"]
-    with store["lock"]:
-        if key in entries:
-            store["hits"] += 1
-            return entries[key]
-    st = kernel_stats(X, X[basis], f, device=device, precision=precision)
-    with store["lock"]:
-        held = sum(e.nbytes for e in entries.values())
-        entries[key] = st if held + st.nbytes <= store["max"] else st.compact()   # K_GB kept while it fits
-        while len(entries) > 1 and sum(e.nbytes for e in entries.values()) > store["max"]:
-            del entries[next(iter(entries))]
-    return st
+def _digest(H0) -> tuple:
+    "An identity of the prepared problem `H0`, taken once per run whose back end shares statistics with other runs."
+    return H0.shape, hashlib.blake2b(np.ascontiguousarray(H0), digest_size=16).hexdigest()
 
 # %% ../nbs/07c_methods.ipynb #ca2f81ff
 def _others(p, P):
@@ -90,7 +72,7 @@ class Run:
     weights: np.ndarray                # (P, P) relevance weights: row p weighs column p's references
     basis: np.ndarray | None           # Nystrom basis rows (GP methods)
     plans: dict                        # column -> `ColumnPlan`
-    probed: set = field(default_factory=set)   # float32: columns whose probe chose float64 block products
+    backend: Backend | None = None     # the run's back end (NPC): every kernel pass of the run, its float32 probe memory
     spans: dict | None = None          # recording (a `Combiner`'s fit): column -> its updates as functions of a row
     rows_at: dict = field(default_factory=dict)   # recording: sweep -> every column at the rows the updates replay on
 
@@ -134,14 +116,6 @@ def _check_width(x, name: str) -> float:
                          "data); use a value in that range, or 'auto' to choose it by maximum likelihood.")
     return v
 
-def _auto_or(x, name, check):
-    "'auto', or the value validated by `check`."
-    if isinstance(x, str):
-        if x != "auto":
-            raise ValueError(f"`{name}` must be 'auto' or a number; got {x!r}.")
-        return x
-    return check(x, name)
-
 FIXED_AUTO = dict(noise=0.1, kernel_scale=1.0, n_iter=20)   # what "auto" means for LPC and OPC
 
 # %% ../nbs/07c_methods.ipynb #dc5de323
@@ -156,7 +130,8 @@ class Method:
     def check_problem(self, n: int): pass              # refuse (or warn about) N points
     def basis_rows(self, n: int, rng): return None     # the Nystrom basis rows (GP methods)
     def cost(self, n, P, nb, n_sweeps, joint) -> float: return 0.0   # flops of one column's run, to a small factor
-    def run(self, weights, basis, plans) -> Run: return Run(self, weights, basis, plans)
+    def backend(self, H0) -> Backend | None: return None   # the back end of a run on `H0` (kernel statistics)
+    def run(self, weights, basis, plans, backend=None) -> Run: return Run(self, weights, basis, plans, backend)
 
     def plans(self, Hbar, h, cols, weights, basis, *, n_iter, **_):
         "Every column's `ColumnPlan`, and no label-free choices: 'auto' means `FIXED_AUTO`."
@@ -181,7 +156,7 @@ class OPC(Method):
                  kernel_scale: float | str = "auto", # $\sigma_O^2$, the width of the weights, or "auto" (1)
                 ):
         self.lam = check_scalar(lam, "lam")
-        self.kernel_scale = _auto_or(kernel_scale, "kernel_scale", _check_width)
+        self.kernel_scale = check_auto(kernel_scale, "kernel_scale", _check_width)
 
     def step(self, run, p, Hb, first=False):
         return opc_update(Hb[:, p], Hb[:, _others(p, Hb.shape[1])], self.lam, run.plans[p].kernel_scale)
@@ -233,8 +208,8 @@ class _GP(Method):
     gp, device, precision = True, "cpu", "float64"
 
     def _check_gp(self, noise, kernel_scale, lam, n_basis, basis):
-        self.noise = _auto_or(noise, "noise", _check_width)
-        self.kernel_scale = _auto_or(kernel_scale, "kernel_scale", _check_width)
+        self.noise = check_auto(noise, "noise", _check_width)
+        self.kernel_scale = check_auto(kernel_scale, "kernel_scale", _check_width)
         self.lam, self.n_basis = check_scalar(lam, "lam"), check_int(n_basis, "n_basis", low=1)
         if not isinstance(basis, str) or basis not in ("even", "random"):
             raise ValueError(f"`basis` must be 'even' or 'random'; got {basis!r}.")
@@ -243,18 +218,22 @@ class _GP(Method):
     def is_auto(self, n_iter) -> bool:
         return "auto" in (self.noise, self.kernel_scale, n_iter)
 
+    def backend(self, H0) -> Backend:
+        "The back end of a run on `H0`, made once: its label-free choice's kernel passes (and NPC's steps) use it."
+        return make_backend(self.device, self.precision)
+
     def basis_rows(self, n, rng):
         if self.basis == "even":
             return basis_indices(n, self.n_basis)
         return np.sort(rng.choice(n, size=min(self.n_basis, n), replace=False))
 
 # %% ../nbs/07c_methods.ipynb #2b9ebffc
-def _gp_plans(self, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False):
-    "Every column's `ColumnPlan`: the settings given, else the label-free choice (`_choices`) of what is 'auto'."
+def _gp_plans(self, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None):
+    "Every column's `ColumnPlan`: the settings given, else the label-free choice (`_choices`, on the run's `backend`) of what is 'auto'."
     if not self.is_auto(n_iter):
         return {p: ColumnPlan(self.noise, self.kernel_scale, int(n_iter)) for p in cols}, []
     choices = _choices(Hbar, h, cols, weights, basis, ard=ard, noise=self.noise, kernel_scale=self.kernel_scale,
-                       n_iter=n_iter, lam=self.lam, rng=rng, device=self.device, precision=self.precision,
+                       n_iter=n_iter, lam=self.lam, rng=rng, backend=backend or self.backend(Hbar),
                        compare_weights=ard and not given, fit_rows=ard and not given)   # it sets rows of `weights`
     plans = {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter, *((c.stats, c.history) if p < h else ()))
              for p, c in zip(cols, choices)}       # a target column's statistics and iterates, used once
@@ -323,12 +302,25 @@ class NPC(_GP):
                  lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
                  n_basis: int = 300, # Nystrom basis size $N'$
                  basis: str = "even", # basis rows: "even" (deterministic) or "random" (`combine`'s `random_state`)
-                 device: str = "cpu", # where the kernel sums run: "cpu" or "cuda"
+                 device: str | Backend = "cpu", # where the kernel sums run: "cpu", "cuda", or a back end shared by runs
                  precision: str = "float64", # the kernel statistics: "float64" or "float32" (see `kernel_stats`)
                 ):
         self._check_gp(noise, kernel_scale, lam, n_basis, basis)
-        self.device = _check_device(device)
-        self.precision = _check_precision(precision, device)
+        self.shared = device if isinstance(device, Backend) else None   # its statistics cache serves every run
+        if self.shared is not None and precision not in ("float64", self.shared.precision):
+            raise ValueError(f"`precision`={precision!r} is given beside a {self.shared.precision} back end as `device`: "
+                             "the back end holds the precision; leave `precision` out.")
+        self.device = _check_device(device if self.shared is None else self.shared.device)
+        self.precision = make_backend(self.device, precision).precision if self.shared is None else self.shared.precision
+
+    def backend(self, H0) -> Backend:
+        """The back end of a run on `H0`: a new one, or one run's share of the back end given as `device` (or of an
+        open `reuse_kernel_stats`): its statistics cache, a probe memory of its own, keys scoped by `H0`'s digest."""
+        cache = shared_store()
+        if self.shared is None and cache is None:
+            return make_backend(self.device, self.precision)
+        base = self.shared or make_backend(self.device, self.precision)
+        return base.for_run(_digest(H0), cache if self.shared is None else None)
 
     def check_problem(self, n):
         if self.n_basis > n:
@@ -341,18 +333,28 @@ class NPC(_GP):
 
 # %% ../nbs/07c_methods.ipynb #16bb5b80
 def _input_stats(self, run, p, H0):
-    "The kernel statistics of input column `p`: the label-free choice's (one pass over N saved), else formed."
+    """The kernel statistics of input column `p`: the label-free choice's (one pass over N saved), else formed, once
+    across the runs that share the back end's cache (keyed by what they depend on: not $\\sigma^2$ or $\\lambda_J$)."""
     st = run.plans[p].take("stats")
-    return st if st is not None else _kernel_stats(_column_features(run, p, H0), run.basis, H0[:, p], self.device,
-                                                   True, self.precision)
+    if st is not None:
+        return st
+    def make():
+        X = _column_features(run, p, H0)
+        return kernel_stats(X, X[run.basis], H0[:, p], backend=run.backend)
+    if not run.backend.shared:
+        return make()
+    key = ("input", p, run.plans[p].kernel_scale, run.weights[p].tobytes(), np.asarray(run.basis).tobytes())
+    return run.backend.cached_stats(key, make)
 
 def _npc_step(self, run, p, Hb, first=False, span=False):
     "(e:objectivef) on column `p`; in float32 a column whose probe chose float64 block products keeps them (no probe)."
-    st = _input_stats(self, run, p, Hb) if first else _kernel_stats(
-        _column_features(run, p, Hb), run.basis, Hb[:, p], self.device, False, self.precision,
-        "float64" if p in run.probed else None)
-    if st.precision == "float32" and st.block_products == "float64":
-        run.probed.add(p)
+    be = run.backend
+    if first:
+        st = _input_stats(self, run, p, Hb)
+    else:
+        X = _column_features(run, p, Hb)
+        st = kernel_stats(X, X[run.basis], Hb[:, p], backend=be, block_products=be.block_products_for(p))
+    be.remember(p, st)                             # the run's probe memory
     return npc_update(Hb[:, p], st, noise=run.plans[p].noise, lam=self.lam, kf=st.kf, span=span)
 
 def _npc_fixed(self, run, p, H0):
@@ -385,8 +387,8 @@ def _near_copy(Hbar, p, o, h, choice_of, *, alpha=0.01):
     return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
 
 # %% ../nbs/07c_methods.ipynb #bd313979
-def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, device, precision="float64",
-             compare_weights=True, fit_rows=False):
+def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, backend, compare_weights=True,
+             fit_rows=False):
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
     target's own noise cannot make a clean reference look worth denoising. The relevance test sees the other columns
@@ -403,8 +405,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
         Ho = Hbar[:, _as_slice(o)]                     # a view when contiguous: no copy
         X_test = _model_features(Ho) if ard else None   # the guard's: no ARD weights fitted on p
         return choose(Hbar[:, p], _model_features(Ho, w), idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale,
-                      n_iter=n_iter, lam=lam, random_state=rng, device=device, precision=precision,
-                      compare_weights=compare_weights)
+                      n_iter=n_iter, lam=lam, random_state=rng, backend=backend, compare_weights=compare_weights)
     def without(p, rest):                              # ARD refitted without the copy (it took all the weight)
         w = fit_ard_joint(Hbar[:, np.r_[p, rest]], rows=[0])[0, 1:] if compare_weights else weights[p, rest]
         return choice(p, rest, w if w.sum() > 0 else None), w
@@ -423,7 +424,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
             continue
         if p >= h and fit_rows and not weights[p].any():   # ARD's row of a reference, fitted only when it may move:
             test = relevance_test_widths(Hbar[:, p], _model_features(Hbar[:, _as_slice(o)]), idx, random_state=rng,
-                                         device=device) if screen else None   # the guard first (ARD-free)
+                                         backend=backend) if screen else None   # the guard first (ARD-free)
             if test is not None and test.p_value > 0.01:
                 out.append(LabelFreeChoice(np.nan, np.nan, 0, test.p_value, test.statistic, f"p={test.p_value:.2g} > "
                                            "0.01: the other references predict it no better than chance, not denoised"))

@@ -32,16 +32,15 @@ def _check_range(F2):
                          "plus up to sqrt(N) standard deviations) could exceed the largest float64, 1.8e308. "
                          "Divide the target by a power of ten and multiply the result back.")
 
-def _check_collinear_once(Gb):
-    "`check_collinear` of the normalised references `Gb`; inside `reuse_kernel_stats()` (tune's grid) only once per matrix."
-    store = shared_store()
-    if store is None:
+def _check_collinear_once(Gb, method=None):
+    """`check_collinear` of the normalised references `Gb`, once per matrix among runs that share a statistics cache
+    (the back end given to `method` as `device`, as `tune` gives its grid's runs, or an open `reuse_kernel_stats()`)."""
+    shared = getattr(method, "shared", None)
+    cache = shared_store() if shared is None else shared.cache
+    if cache is None:
         return check_collinear(Gb, "references", normalized=True)
-    key = hashlib.blake2b(np.ascontiguousarray(Gb).tobytes(), digest_size=20).hexdigest()
-    seen = store.setdefault("collinear_ok", set())
-    if key not in seen:
-        check_collinear(Gb, "references", normalized=True)   # raises for collinear references: nothing is remembered then
-        seen.add(key)
+    key = ("collinear", Gb.shape, hashlib.blake2b(np.ascontiguousarray(Gb), digest_size=20).hexdigest())
+    cache.get(key, lambda: check_collinear(Gb, "references", normalized=True) or True)   # raises: nothing is kept
 
 # %% ../nbs/07e_problem.ipynb #9f13bf5c
 def _read_inputs(target, references):
@@ -104,7 +103,7 @@ def prepare(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     Fb = _normalize_fast(F2, "target")
     Gb = _normalize_fast(Gr, "references") if Gr.shape[1] else Gr
     if Gb.shape[1]:
-        _check_collinear_once(Gb)
+        _check_collinear_once(Gb, method)
     _warn_degenerate(Fb, Gb)
     if method is not None:
         method.check_problem(F.shape[0])

@@ -20,7 +20,7 @@ from .ard import fit_ard_joint
 from .combination import combine
 from .labelled import CombineResult, is_pandas, label_result
 from .problem import prepare
-from .kstats import reuse_kernel_stats
+from .kstats import make_backend
 from .methods import METHODS
 from .core import as_predictors, check_bool, check_int, one_blas_thread
 
@@ -208,13 +208,20 @@ def _score(fn, pred, labels, params, t) -> float:
     return score
 
 # %% ../nbs/08_tune.ipynb #60156a3f
+def _shared_backend(method, grid, combine_kwargs) -> dict:
+    "`combine_kwargs` with NPC's `device` and `precision` as one back end for every run of the grid (when the grid keeps them)."
+    if method != "npc" or {"device", "precision"} & set(grid) or not isinstance(combine_kwargs.get("device", ""), str):
+        return combine_kwargs                            # a back end given already is shared as it is
+    kw = dict(combine_kwargs)
+    kw["device"] = make_backend(kw.get("device", "cpu"), kw.pop("precision", "float64"))
+    return kw
+
 def _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
     "Every setting of `grid` run by `combine`: `(params, result)`, the NPC kernel statistics shared across the grid."
-    with reuse_kernel_stats():   # grid points with the same kernel scale share them
-        for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
-            params = dict(zip(grid, values))
-            res = combine(F, Gr, method=method, n_iter=n_iter, **combine_kwargs, **params)
-            yield params, res
+    kw = _shared_backend(method, grid, combine_kwargs)   # grid points with the same kernel scale share them
+    for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
+        params = dict(zip(grid, values))
+        yield params, combine(F, Gr, method=method, n_iter=n_iter, **kw, **params)
 
 def _labelled(chosen, pb, pandas):
     "The chosen result with the labels of the prepared problem `pb` (see `combine`); `pandas`: an input was pandas."

@@ -158,10 +158,6 @@ def test_package_imports_have_no_cycle():
 
 # Modules whose purpose is to share private names between package modules (each says so in its docstring)
 SHARING_MODULES = {"predictability.blocks", "predictability.labelled"}
-# Crossings that another open change removes: (importing module, imported module, name)
-PENDING_CROSSINGS = {("predictability.methods", "predictability.kstats", "_check_precision"),
-                     ("predictability.combination", "predictability.methods", "_auto_or")}
-
 
 def test_no_private_name_crosses_modules():
     "No module imports a private name from another package module, except from the declared sharing modules"
@@ -180,7 +176,7 @@ def test_no_private_name_crosses_modules():
             source = ".".join(base + (node.module.split(".") if node.module else []))
             for a in node.names:
                 private = a.name.startswith("_") and not a.name.startswith("__")
-                if private and source not in SHARING_MODULES and (mod, source, a.name) not in PENDING_CROSSINGS:
+                if private and source not in SHARING_MODULES:
                     found.append(f"{mod} imports {source}.{a.name}")
     assert not found, "private names imported across modules: " + "; ".join(sorted(found))
     for name in SHARING_MODULES:
