@@ -187,6 +187,8 @@ def _transform(self, X):
 Combiner.transform = _transform
 
 # %% ../nbs/07f_combiner.ipynb #b6d53ec6
+_KERNELS = [("float64", "float64"), ("float32", "float64"), ("float32", "float32")]   # (blocks, products), saved by position
+
 def _arrays(rep) -> dict:
     "The replay as named arrays: normalisation, weights, plans, the columns at the replay rows per sweep, the updates."
     run, P = rep.run, rep.norm.mean.size
@@ -199,13 +201,14 @@ def _arrays(rep) -> dict:
         else:
             out[f"a_{p}"], out[f"c_{p}"] = np.array([s.a for s in spans], float), np.array([s.c for s in spans], float)
             out[f"u_{p}"] = np.stack([s.u for s in spans], axis=1)
+            out[f"kernel_{p}"] = np.array([_KERNELS.index((s.precision, s.products)) for s in spans], np.int8)
     return out
 
 def _replay_of(z, method, n: int, h: int) -> Replay:
     "The `Replay` from `_arrays`' arrays and the method object."
     plans = {int(p): ColumnPlan(noise, ks, int(ni)) for p, noise, ks, ni in z["plans"]}
     spans = {p: [LinearSpan(c) for c in z[f"coef_{p}"]] if f"coef_{p}" in z else
-                [KernelSpan(a, u, c) for a, u, c in zip(z[f"a_{p}"], z[f"u_{p}"].T, z[f"c_{p}"])]
+                [KernelSpan(a, u, c, *_KERNELS[k]) for a, u, c, k in zip(z[f"a_{p}"], z[f"u_{p}"].T, z[f"c_{p}"], z[f"kernel_{p}"])]
              for p in range(z["mean"].size) if f"coef_{p}" in z or f"a_{p}" in z}
     run = Run(method, z["weights"], None, plans, spans=spans, rows_at=dict(enumerate(z["rows_at"])))
     return Replay(run, NormStats(z["mean"], z["std"]), n, h)

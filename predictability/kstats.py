@@ -271,6 +271,11 @@ class Backend:
 
     def matvec(self, st: "KernelStats", u: np.ndarray) -> np.ndarray:
         "$K\\mathbf u$ (N,) or (N, k): a row-wise map."
+        return self.map_rows(st.X, st.B, u, st.block_products)
+
+    def map_rows(self, X, B, u, block_products: str = "float64") -> np.ndarray:
+        """$K(X, B)\\mathbf u$ for any rows `X`, the kernel formed as this back end forms $K_{GB}$ (a fitted model's new
+        rows; `block_products` as the statistics' own): a row-wise map, row by row the same for any split of the rows."""
         raise NotImplementedError(f"{type(self).__name__} forms no products; use `make_backend`.")
 
     def block_products_for(self, column) -> str | None:
@@ -398,9 +403,10 @@ class CPUBackend(Backend):
 
     def matvec(self, st, u):
         "$K\\mathbf u$: a row-wise map."
-        if st.K is None:
-            return kernel_matvec(st.X, st.B, u, block_rows=self.block_rows, n_threads=self.n_threads)
-        return _matvec_stored(st.K, u, self.n_threads)
+        return super().matvec(st, u) if st.K is None else _matvec_stored(st.K, u, self.n_threads)
+
+    def map_rows(self, X, B, u, block_products="float64"):
+        return kernel_matvec(X, B, u, block_rows=self.block_rows, n_threads=self.n_threads)
 
 # %% ../nbs/04a_kernel_stats.ipynb #5409a857
 class Float32Backend(CPUBackend):
@@ -434,10 +440,8 @@ class Float32Backend(CPUBackend):
             return super().rmatvec(st, V)
         return _rmatvec32_streamed(st.X, st.B, V, st.block_products == "float32", self.block_rows, self.n_threads)
 
-    def matvec(self, st, u):
-        if st.K is not None:
-            return _matvec_stored(st.K, u, self.n_threads)
-        return _matvec32_streamed(st.X, st.B, u, st.block_products == "float32", self.block_rows, self.n_threads)
+    def map_rows(self, X, B, u, block_products="float64"):
+        return _matvec32_streamed(X, B, u, block_products == "float32", self.block_rows, self.n_threads)
 
 # %% ../nbs/04a_kernel_stats.ipynb #78c44a1f
 class CUDABackend(Backend):
@@ -458,9 +462,9 @@ class CUDABackend(Backend):
         from predictability.cuda import gram_stats_cuda
         return gram_stats_cuda(st.X, st.B, V, block_rows=self.block_rows)[1]
 
-    def matvec(self, st, u):
+    def map_rows(self, X, B, u, block_products="float64"):
         from predictability.cuda import kernel_matvec_cuda
-        return kernel_matvec_cuda(st.X, st.B, u, block_rows=self.block_rows)
+        return kernel_matvec_cuda(X, B, u, block_rows=self.block_rows)
 
 # %% ../nbs/04a_kernel_stats.ipynb #a359a01a
 def make_backend(device: str = "cpu",       # "cpu" or "cuda"

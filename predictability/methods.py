@@ -482,7 +482,7 @@ def _npc_fixed_span(self, run, p, H0):
     plan.take("history")
     H, sp = npc_iterate(H0[:, p], _input_stats(self, run, p, H0), plan.n_iter, noise=plan.noise, lam=self.lam,
                         span=True)
-    return H, KernelSpan(sp.a[-1], sp.u[:, -1], sp.c[-1])
+    return H, KernelSpan(sp.a[-1], sp.u[:, -1], sp.c[-1], sp.precision, sp.products)
 
 def _exact_fixed_span(self, run, p, H0):
     "The updates of a fixed run composed: $A_{t+1}=a_tA_t$, $U_{t+1}=a_tU_t+\\mathbf u_t$, $C_{t+1}=a_tC_t+c_t$."

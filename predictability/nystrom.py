@@ -14,8 +14,8 @@ from scipy import linalg, optimize
 from scipy.linalg import blas as _blas
 
 from .core import as_predictors, normalize, one_blas_thread, orient
-from .kernels import gaussian_kernel, kernel_matvec
-from .kstats import KernelStats, kernel_stats
+from .kernels import gaussian_kernel
+from .kstats import KernelStats, kernel_stats, make_backend
 
 # %% ../nbs/05_nystrom.ipynb #6a7ac1a5
 def basis_indices(n: int, # N, the number of points
@@ -89,10 +89,13 @@ class KernelSpan:
     a: np.ndarray   # the weight of the column's current value: a scalar, or (T,) for T iterates
     u: np.ndarray   # the weights of the kernel with the basis rows: ($N'$,) or ($N'$, T)
     c: np.ndarray   # the constant: a scalar or (T,)
+    precision: str = "float64"   # the fit's kernel blocks (`KernelStats.precision`): "float64" or "float32"
+    products: str = "float64"    # their block products (`KernelStats.block_products`)
 
     def __call__(self, fbar, X, B):
         "The iterates at rows with current values `fbar` (n,) and features `X` (n, D); `B` the basis rows' features."
-        return np.multiply.outer(fbar, self.a) + kernel_matvec(X, B, self.u) + self.c
+        Ku = make_backend(precision=self.precision).map_rows(X, B, self.u, self.products)   # the fit's kernel blocks
+        return np.multiply.outer(fbar, self.a) + Ku + self.c
 
 # %% ../nbs/05_nystrom.ipynb #ed8f4cfb
 def npc_update(fbar_t: np.ndarray,      # (N,) the current target, unit norm and centred
@@ -118,7 +121,8 @@ def npc_update(fbar_t: np.ndarray,      # (N,) the current target, unit norm and
     if not span:
         return out
     s = (1.0 if out @ f >= 0 else -1.0) / nf                  # the orientation and the norm
-    return out, KernelSpan(s * e[0], s * np.sqrt(lam) * u, -s * np.sqrt(lam) * Ku.mean())
+    return out, KernelSpan(s * e[0], s * np.sqrt(lam) * u, -s * np.sqrt(lam) * Ku.mean(), stats.precision,
+                           stats.block_products)
 
 # %% ../nbs/05_nystrom.ipynb #e6deec0f
 def _check_step_args(fbar_t, n, noise, lam):
@@ -239,7 +243,8 @@ def npc_iterate(fbar0: np.ndarray,      # (N,) the input target, unit norm and c
     nrm = np.linalg.norm(H, axis=0)            # the span's norms carry round-off of the quadratic form; unit exactly
     H /= nrm
     H = np.ascontiguousarray(H.T)
-    return (H, KernelSpan(alpha / nrm, U / nrm, -KU.mean(0) / nrm)) if span else H
+    sp = KernelSpan(alpha / nrm, U / nrm, -KU.mean(0) / nrm, stats.precision, stats.block_products)
+    return (H, sp) if span else H
 
 # %% ../nbs/05_nystrom.ipynb #ab173b77
 def nystrom_predictability(f: np.ndarray, # (N,) the predictor
