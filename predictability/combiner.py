@@ -149,20 +149,25 @@ Replay.nbytes = property(lambda self: int(sum(np.asarray(a).nbytes for a in _arr
                          doc="Bytes of the replay's arrays (what `save` writes).")
 
 # %% ../nbs/07f_combiner.ipynb #bf05b534
-_BLOCK = 1 << 16   # rows replayed at once: the block's columns and kernel features, a few MB per reference
+_BLOCK = 1 << 16   # rows replayed at once: memory is the block's columns, kernel features and updates
 
 def _new_rows(self, X):
-    "`X` checked against the fit: numbers without NaN, as many columns, by name in the same order for a DataFrame."
-    values = as_predictors(X, "X", ndim=(2,), min_points=1)
-    if values.shape[1] != self.n_features_in_:
-        raise ValueError(f"`X` has {values.shape[1]} columns, but this Combiner was fitted on {self.n_features_in_}: "
+    "`X` as an array or a DataFrame of rows to replay, its columns checked against the fit's (its values, block by block)."
+    if not (is_pandas(X) or isinstance(X, np.ndarray)) or X.ndim != 2 or len(X) == 0:
+        X = as_predictors(X, "X", ndim=(2,), min_points=1)   # lists and the like are read whole; wrong shapes refused
+    if X.shape[1] != self.n_features_in_:
+        raise ValueError(f"`X` has {X.shape[1]} columns, but this Combiner was fitted on {self.n_features_in_}: "
                          "give the same predictors, in the order of `fit` (the target(s) and the references).")
     names = getattr(self, "feature_names_in_", None)
     if names is not None and isinstance(X, pd.DataFrame) and list(X.columns) != list(names):
         how = "in another order" if sorted(map(str, X.columns)) == sorted(names) else "with other names"
         raise ValueError(f"`X` has the fit's number of columns but {how} ({list(X.columns)[:5]} vs the fit's "
                          f"{list(names)[:5]}): select them as in `fit`, e.g. `X[combiner.feature_names_in_]`.")
-    return values
+    return X
+
+def _rows(X, s: int, e: int) -> np.ndarray:
+    "Rows s:e of `X` as float64, checked as `fit` checked its rows (numbers, no NaN; rows named by position in `X`)."
+    return as_predictors(X.iloc[s:e] if is_pandas(X) else X[s:e], "X", ndim=(2,), min_points=1, first_row=s)
 
 def _check_version(self):
     if self.version_ != __version__:
@@ -174,9 +179,10 @@ def _transform(self, X):
     "The improved target(s) at the rows of `X` (n, P), columns as in `fit`: the fit's sweeps replayed row by row."
     check_is_fitted(self, "replay_")
     _check_version(self)
-    V = _new_rows(self, X)[:, self.columns_]
+    V, out = _new_rows(self, X), np.empty((len(X), self.replay_.h))
     with one_blas_thread():
-        out = np.concatenate([self.replay_(V[s:s + _BLOCK]) for s in range(0, len(V), _BLOCK)])
+        for s in range(0, len(V), _BLOCK):       # a block at a time: memory bounded by the block, not by n
+            out[s:s + _BLOCK] = self.replay_(_rows(V, s, s + _BLOCK)[:, self.columns_])
     out = out[:, 0] if self.one_target_ else out
     if not is_pandas(X):
         return out

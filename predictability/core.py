@@ -39,6 +39,7 @@ def as_predictors(x, # predictor evaluations: an array, list, pandas Series or D
                   *,
                   ndim=(1, 2), # the numbers of dimensions accepted
                   min_points: int = 2, # the fewest points (rows) accepted
+                  first_row: int | None = None, # `x` is a block of the caller's rows from this one: errors count rows among all
                  ) -> np.ndarray: # `x` as a C-contiguous float64 array of the same shape
     "Validate predictor evaluations `x` (N,) or (N, K) and return them as a float64 array of the same shape."
     if hasattr(x, "to_numpy") and hasattr(x, "index"):   # a pandas Series or DataFrame
@@ -60,8 +61,8 @@ def as_predictors(x, # predictor evaluations: an array, list, pandas Series or D
         raise ValueError(f"`{name}` has no columns.")
     bad = ~np.isfinite(a)
     if bad.any():
-        row = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"`{name}` contains {int(bad.sum())} NaN or infinite value(s) (first in row {row}); "
+        row, count = int(np.argwhere(bad)[0][0]), f"{int(bad.sum())} " if first_row is None else ""   # a block's count is not all
+        raise ValueError(f"`{name}` contains {count}NaN or infinite value(s) (first in row {row + (first_row or 0)}); "
                          "impute or drop those points first.")
     return a
 
