@@ -445,8 +445,8 @@ def _fit_summary(args, model, n: int, names: list) -> str:
     refs = ", ".join(names[h:h + 5]) + (f", ... ({len(names) - h})" if len(names) > h + 5 else "")
     kb = lambda b: f"{b / 1024:.1f} KiB"
     return (f"fitted {args.method} on {n} rows: {', '.join(names[:h])} from {refs or 'each other (jointly)'} in "
-            f"{model.params_['n_iter']} sweep(s); wrote {args.out} ({kb(os.path.getsize(args.out))}; its arrays, "
-            f"{kb(model.model_nbytes_)}, do not grow with N)")
+            f"{model.params_['n_iter']} sweep(s); wrote {args.out} ({kb(os.path.getsize(args.out))}, "
+            f"{kb(model.model_nbytes_)} of it arrays)")
 
 # %% ../nbs/13_cli.ipynb #5ec0afbe
 def _cmd_fit(args) -> int:
