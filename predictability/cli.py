@@ -421,7 +421,7 @@ def _target_positions(targets: list | None, names: list | None, k: int) -> list:
                              f"{', ...' if len(names) > 10 else ''}.")
         pos = [names.index(t) for t in targets]
     else:
-        bad = [t for t in targets if not (t.isdigit() and int(t) < k)]
+        bad = [t for t in targets if not (t.isdecimal() and int(t) < k)]
         if bad:
             raise ValueError(f"--targets {bad[0]!r}: X has no header row, so give 0-based column positions below {k}.")
         pos = [int(t) for t in targets]
