@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['FORMATS', 'BOMS', 'MISSING', 'SEPARATORS', 'Predictors', 'file_format', 'read_text', 'CsvDialect', 'csv_dialect',
-           'read_predictors', 'align_rows', 'write_table', 'write_predictors', 'same_file', 'check_outputs', 'Labelled']
+           'read_predictors', 'align_rows', 'write_atomic', 'write_table', 'write_predictors', 'same_file',
+           'check_outputs', 'Labelled']
 
 # %% ../nbs/13a_io.ipynb #6e5e2612
 import codecs
@@ -345,8 +346,10 @@ def align_rows(a: Predictors, # e.g. the target
     return Predictors(b.values[pos], b.names, b.index[pos])
 
 # %% ../nbs/13a_io.ipynb #8df908a0
-def _replace(path, write):
-    "Write a new file with `write(tmp)` beside `path` (through a symlink), then rename it over `path`: never a half file."
+def write_atomic(path, # the file to write; through a symbolic link, the file it points to
+                 write, # called as `write(tmp)`: writes the content to the new file `tmp` beside `path`
+                ):
+    "Write `path` by `write(tmp)` into a new file beside it, then rename that over `path`: a failure leaves no half file and any old file whole."
     dest = Path(path).resolve()
     if dest.is_dir():
         raise IsADirectoryError(f"{str(path)!r} is a directory.")
@@ -392,7 +395,7 @@ def write_table(path, # the output file
         if fmt != "csv":
             raise ValueError(f"standard output ('-') takes CSV; got {fmt}.")
         return w(sys.stdout)
-    _replace(path, w)
+    write_atomic(path, w)
 
 # %% ../nbs/13a_io.ipynb #663c8914
 def write_predictors(path, # the output file
@@ -407,7 +410,7 @@ def write_predictors(path, # the output file
     fmt = fmt or file_format(path, "OUT")
     values = np.asarray(values)
     if fmt == "npy":
-        _replace(path, lambda t: _save_npy(t, values))
+        write_atomic(path, lambda t: _save_npy(t, values))
         return
     v = values[:, None] if values.ndim == 1 else values
     cols = names if names is not None else (None if fmt == "csv" else [str(i) for i in range(v.shape[1])])
@@ -430,14 +433,18 @@ def same_file(a, # a path
 # %% ../nbs/13a_io.ipynb #9fbd7bc3
 def check_outputs(outputs: dict, # {role: path} of the files to write, e.g. {"OUT": "o.csv"}
                   inputs: dict, # {role: path} of the files read
+                  new: bool = False, # also refuse an output that is an existing file
                  ):
-    "ValueError when an output would replace an input or another output, or cannot be written (a directory, no such folder)."
+    "ValueError when an output would replace an input, another output or (`new`) any file, or cannot be written (a directory, no such folder)."
     for i, (role, out) in enumerate(outputs.items()):
         for what, other in [*inputs.items(), *list(outputs.items())[:i]]:
             if other is not None and same_file(out, other):
                 raise ValueError(f"{role} {str(out)!r} is the same file as {what} {str(other)!r}; refusing to "
                                  "overwrite it. Choose another output file.")
         p = Path(out)
+        if new and p.is_file():                      # a device such as /dev/stdout is written into, not replaced
+            raise ValueError(f"{role} {str(out)!r} exists; refusing to overwrite it. Choose another output file, or "
+                             "delete this one first.")
         if p.is_dir():
             raise ValueError(f"{role} {str(out)!r} is a directory; give a file name.")
         if not p.resolve().parent.is_dir():

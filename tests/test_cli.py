@@ -315,3 +315,30 @@ def test_ctrl_c_at_any_moment(tmp_path):
         assert p.returncode == 130 and stderr.endswith("interrupted\n") and stderr.count("\n") == 1, (delay, p.returncode, stderr)
         assert out.read_text() == "an earlier result\n"
         assert [f.name for f in tmp_path.iterdir() if f.name.startswith(".")] == []     # no half-written file
+
+
+def test_fit_then_apply(tmp_path, files):
+    "`fit` then `apply` as separate processes: combine's result on the fit's rows, new rows one for one with their IDs."
+    d, f0, G = files
+    ids = pd.Index([f"img{i:02d}" for i in range(80)], name="image_id")
+    X = pd.DataFrame(np.c_[f0, G], columns=["score", "a", "b", "c"], index=ids)
+    X.to_csv(tmp_path / "X.csv")
+    r = _cli("fit", tmp_path / "X.csv", "--targets", "score", "-o", tmp_path / "m.npz", *FAST)
+    assert r.returncode == 0 and "fitted npc on 80 rows" in r.stdout, r.stderr
+    r = _cli("apply", tmp_path / "m.npz", tmp_path / "X.csv", "-o", tmp_path / "a.csv")
+    assert r.returncode == 0, r.stderr
+    from predictability import combine
+    a = pd.read_csv(tmp_path / "a.csv", index_col="image_id")
+    assert list(a.index) == list(ids) and list(a.columns) == ["score"]
+    np.testing.assert_allclose(a["score"].to_numpy(), combine(f0, G, n_iter=2, n_basis=30).prediction, rtol=0, atol=1e-12)
+    # new rows in reverse order: each row's value comes back beside its own ID
+    X.iloc[::-1].to_csv(tmp_path / "rev.csv")
+    assert _cli("apply", tmp_path / "m.npz", tmp_path / "rev.csv", "-o", tmp_path / "rev_o.csv").returncode == 0
+    rev = pd.read_csv(tmp_path / "rev_o.csv", index_col="image_id")
+    assert list(rev.index) == list(ids[::-1])
+    np.testing.assert_allclose(rev.loc[ids, "score"].to_numpy(), a["score"].to_numpy(), rtol=0, atol=1e-12)
+    # nothing overwritten; no pickle loaded
+    _one_error_line(_cli("apply", tmp_path / "m.npz", tmp_path / "X.csv", "-o", tmp_path / "a.csv"), "refusing to overwrite")
+    (tmp_path / "m.pkl").write_bytes(b"\x80\x04K\x01.")
+    _one_error_line(_cli("apply", tmp_path / "m.pkl", tmp_path / "X.csv", "-o", tmp_path / "b.csv"), "MODEL", ".npz")
+    assert not (tmp_path / "b.csv").exists()
