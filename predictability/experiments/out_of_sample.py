@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['MIN_ROWS', 'FRACTIONS', 'SIZES', 'COLUMNS', 'split_rows', 'measure_split', 'run_out_of_sample', 'summary_table']
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #d1b723ca
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #92ae9b23
 import time
 import warnings
 
@@ -18,7 +18,7 @@ from ..datasets import load_pubfig, pubfig_path
 from .labelfree_cases import make_cases, make_cases_round2
 from ..tuning import kendall_tau
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #27412ec4
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #8f902228
 MIN_ROWS = 50                              # the fewest rows a fit gets ("How few rows" below)
 FRACTIONS = (0.01, 0.1, 0.5)               # shares of the rows a `Combiner` is fitted on
 SIZES = {500: (0.1, 0.5), 5000: FRACTIONS}   # N -> the fractions measured there (1 % of 500 is under `MIN_ROWS`)
@@ -38,7 +38,7 @@ def split_rows(n: int,                     # rows in all
     fit = np.sort(np.random.default_rng(seed).choice(n, k, replace=False))
     return fit, np.setdiff1d(np.arange(n), fit)
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #6a280ea1
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #e7b0c38f
 def _fit_held(X, fit, held) -> tuple:
     "A `Combiner` (label-free defaults) fitted on rows `fit` of `X`: itself, its output there and at rows `held`, the times."
     t0 = time.perf_counter()
@@ -47,7 +47,7 @@ def _fit_held(X, fit, held) -> tuple:
     t1 = time.perf_counter()
     return cb, own, cb.transform(X[held]), t1 - t0, time.perf_counter() - t1
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #06d1d0a4
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #34d1ba96
 def measure_split(f, G, y,                       # one case: target (N,), references (N, R), truth (N,)
                   frac: float,                   # share of the rows the `Combiner` is fitted on
                   seed: int,                     # seed of the rows drawn
@@ -70,7 +70,7 @@ def measure_split(f, G, y,                       # one case: target (N,), refere
             return {**row, "note": f"fit refused: {e}"[:200]}
     return {**row, "fit": tau(out), "sample_fit": tau_s(own), "n_iter_fit": cb.params_["n_iter"]}
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #44e8c08a
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #c6127b56
 def _case_jobs(seeds, sizes: dict) -> list:
     "(suite, case, split seeds, fractions, (f, G, y)) for both suites at each size; repeats and fixed sizes once."
     jobs, seen = [], set()
@@ -85,7 +85,7 @@ def _case_jobs(seeds, sizes: dict) -> list:
                         jobs.append((suite, name, (s,), sizes.get(len(c[0]), FRACTIONS), c))
     return jobs
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #2a481c7c
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #b489a1ee
 def _pubfig_jobs(seeds) -> list:
     "PubFig's jobs when `pubfig_path()` finds the data: each attribute's scores against the other ten, every seed."
     if pubfig_path() is None:
@@ -95,7 +95,7 @@ def _pubfig_jobs(seeds) -> list:
     return [("PubFig", name, tuple(seeds), FRACTIONS, (S[:, a], np.delete(S, a, axis=1), A[:, a]))
             for a, name in enumerate(pf.attribute_names)]
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #8caa7542
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #221461b2
 # the table's columns: the split, the scores on the held-out rows and on the sample's, iterations, seconds, a note
 COLUMNS = ["suite", "case", "seed", "n", "frac", "n_fit", "input", "all", "fit", "sample_input", "sample_fit",
            "n_iter_all", "n_iter_fit", "t_all", "t_fit", "t_transform", "note"]
@@ -117,7 +117,7 @@ def run_out_of_sample(seeds=(0, 1, 2),       # seeds of the cases and of the row
                  for s in split_seeds for fr in fracs]
     return pd.DataFrame(rows)[COLUMNS]
 
-# %% ../../nbs/experiments/06_out_of_sample.ipynb #b9c386fb
+# %% ../../nbs/experiments/06_out_of_sample.ipynb #971d3ca7
 def summary_table(table: pd.DataFrame,  # `run_out_of_sample`'s table
                  ) -> pd.DataFrame:
     "Mean per case, N and fraction (PubFig's attributes as one case): rows fitted, the scores, and the gains and gap."
