@@ -376,6 +376,7 @@ API_FIRST_PAGES = (
     'experiments/rankers.html',
     'experiments/pubfig.html',
     'experiments/labelfree_cases.html',
+    'experiments/out_of_sample.html',
 )
 _re_internals_heading = re.compile(r'derivation|internals', re.IGNORECASE)
 
