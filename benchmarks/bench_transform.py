@@ -11,7 +11,8 @@ What it reports (ratios against references measured in the same run, so they mea
 * the fit: a joint `Combiner` at AWA2's width (P = 80 predictors, N' = 300, 20 sweeps, fixed settings) on N_fit rows,
   and the model's size at two fit sizes (it holds S·P·N' coefficients and the basis rows' values, not N-sized data);
 * the transform of n new rows against its floor: the same number of kernel passes (P columns x S sweeps, each
-  2·n·N'·R flops for the distances to the basis rows) at this machine's dgemm rate, measured in the same run;
+  2·n·N'·R flops for the distances to the basis rows) at this machine's dgemm rate, measured in the same run, in wall
+  time and in CPU time against one core's rate (the second holds on a loaded machine, where the wall rate drifts);
 * the peak memory traced during the transform beyond its input and output (the replay works on blocks of rows), and
   the growth of the process's maximum RSS.
 """
@@ -27,8 +28,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kernels import bench_dgemm, machine_info, peak_memory, print_table  # noqa: E402
 from bench_npc import joint_problem  # noqa: E402
+from bench_stats import cpu_dgemm  # noqa: E402
 
 from predictability import Combiner  # noqa: E402
+from predictability.core import one_blas_thread  # noqa: E402
 
 WIDTH = dict(P=80, n_basis=300, n_iter=20)
 FIXED = dict(noise=0.1, kernel_scale=1.0, ard=False)   # settings fixed: the fit's cost is not what is measured
@@ -47,19 +50,36 @@ def transform_floor_flops(n: int, P: int, n_basis: int, sweeps: int) -> float:
     return float(sweeps) * P * 2.0 * n * n_basis * (P - 1)
 
 
-def bench_transform(cb: Combiner, n: int, P: int, n_basis: int, sweeps: int, dgemm: float) -> dict:
-    "Time and memory of `cb.transform` on n new rows, against the floor at the `dgemm` rate (GFLOP/s)."
+def shape_dgemm(n: int, R: int, n_basis: int, repeat: int = 5) -> float:
+    "GFLOP/s of CPU time (one BLAS thread) of the distance GEMM of one kernel pass, (n, R) @ (R, N'): its own shape."
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(n, R)), rng.normal(size=(R, n_basis))
+    with one_blas_thread():
+        a @ b
+        ts = []
+        for _ in range(repeat):
+            c0 = time.process_time()
+            a @ b
+            ts.append(time.process_time() - c0)
+    return 2.0 * n * R * n_basis / float(np.median(ts)) / 1e9
+
+
+def bench_transform(cb: Combiner, n: int, P: int, n_basis: int, sweeps: int, dgemm: float, core: float) -> dict:
+    """Time and memory of `cb.transform` on n new rows, against the floor at the `dgemm` rate (GFLOP/s, wall) and at
+    one core's rate `core` (GFLOP/s of CPU time: what the cores deliver whatever else the machine runs)."""
     X = joint_problem(n, P, seed=1)
     cb.transform(X[:1000])                                   # compile outside the measurement
     out, times = [], []
     def run():                                               # timed and traced at once: the allocations are few and large
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out.append(cb.transform(X))
-        times.append(time.perf_counter() - t0)
+        times.append((time.perf_counter() - t0, time.process_time() - c0))
     peak, rss = peak_memory(run)
-    seconds, out = times[0], out[0]
-    floor = transform_floor_flops(n, P, n_basis, sweeps) / (dgemm * 1e9)
-    return dict(rows=n, seconds=seconds, floor_s=floor, ratio=seconds / floor, input_mb=X.nbytes / 2**20,
+    (seconds, cpu), out = times[0], out[0]
+    flops = transform_floor_flops(n, P, n_basis, sweeps)
+    floor, cpu_floor = flops / (dgemm * 1e9), flops / (core * 1e9)
+    return dict(rows=n, seconds=seconds, floor_s=floor, ratio=seconds / floor, cpu_s=cpu, cpu_floor_s=cpu_floor,
+                cpu_ratio=cpu / cpu_floor, input_mb=X.nbytes / 2**20,
                 output_mb=out.nbytes / 2**20, peak_mb=peak / 2**20, beyond_io_mb=(peak - out.nbytes) / 2**20,
                 rss_growth_mb=rss / 2**20)
 
@@ -68,20 +88,26 @@ def report(quick: bool, rows: int) -> dict:
     P, n_basis, n_iter = WIDTH["P"], WIDTH["n_basis"], (5 if quick else WIDTH["n_iter"])
     n_fit, n_fit_small = (800, 400) if quick else (2000, 1000)
     print(machine_info())
-    dgemm = bench_dgemm()["threads"]
+    dgemm, core = bench_dgemm()["threads"], cpu_dgemm(2000, 5)
+    thin = shape_dgemm(min(rows, 1 << 16), P - 1, n_basis)     # the replay's block of rows
     cb, fit_s = fit(n_fit, P, n_basis, n_iter)
     small, _ = fit(n_fit_small, P, n_basis, n_iter)
     sweeps = max(len(s) for s in cb.replay_.run.spans.values())
-    print_table([("dgemm (GFLOP/s, default threads)", f"{dgemm:.1f}"),
+    print_table([("dgemm (GFLOP/s, default threads; one core, of CPU time)", f"{dgemm:.1f}; {core:.1f}"),
+                 ("the kernel pass's distance GEMM, its shape (GFLOP/s of CPU time)", f"{thin:.1f}"),
                  (f"fit, N = {n_fit:,} (s)", f"{fit_s:.1f}"),
                  ("sweeps replayed", f"{sweeps}"),
                  (f"model size at N = {n_fit_small:,} / {n_fit:,} (MB)",
                   f"{small.model_nbytes_ / 2**20:.2f} / {cb.model_nbytes_ / 2**20:.2f}")],
                 f"fit at P = {P}, N' = {n_basis}")
-    res = bench_transform(cb, rows, P, n_basis, sweeps, dgemm)
+    res = bench_transform(cb, rows, P, n_basis, sweeps, dgemm, core)
     print_table([("rows", f"{res['rows']:,}"), ("transform (s)", f"{res['seconds']:.2f}"),
                  ("floor: kernel passes at the dgemm rate (s)", f"{res['floor_s']:.2f}"),
                  ("transform / floor", f"{res['ratio']:.2f}"),
+                 ("transform CPU time / floor at one core's rate", f"{res['cpu_s']:.1f} s / {res['cpu_floor_s']:.1f} s "
+                                                                   f"= {res['cpu_ratio']:.2f}"),
+                 ("transform CPU time / the same passes' GEMMs at their shape's rate",
+                  f"{res['cpu_ratio'] * thin / core:.2f}"),
                  ("input / output (MB)", f"{res['input_mb']:.0f} / {res['output_mb']:.1f}"),
                  ("peak traced beyond the output (MB)", f"{res['beyond_io_mb']:.0f}"),
                  ("max RSS growth (MB)", f"{res['rss_growth_mb']:.0f}")],
