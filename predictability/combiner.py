@@ -127,7 +127,11 @@ def _fit_transform(self, X, y=None):
         if isinstance(o.method, MTL):
             raise ValueError("`method`='mtl' (ADMM over all rows) has no update to replay on new rows: use `combine` "
                              "for it, or a method of Algorithm 1 ('npc', 'npc-exact', 'lpc', 'opc') here.")
-        pb = prepare(*_split(X if is_pandas(X) else values, cols, one), o.method)
+        try:
+            pb = prepare(*_split(X if is_pandas(X) else values, cols, one), o.method)
+        except ValueError as e:   # `combine`'s check, in `combine`'s words: say how they map onto `X`
+            raise ValueError(f"`X` with targets={self.targets!r} (columns {cols}; the references are the other columns, "
+                             f"numbered among themselves): {e}") from None
         res, run = run_algorithm1(pb, o, record=True, stacklevel=3)
     replay = Replay(_light(run), NormStats.of(np.c_[pb.F2, pb.Gr]), pb.H0.shape[0], pb.h)
     set_fitted(self, X, cols, one, replay, res.params, res.choices, res.relevance)
