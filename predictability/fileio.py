@@ -607,11 +607,13 @@ def _from_zarr(path, role: str, chunk_rows) -> Chunked:
     except Exception as e:
         raise ValueError(f"{role} {str(path)!r} is not a Zarr array ({type(e).__name__}: {e}); give the folder of a "
                          "2-D array, not a group.") from None
-    if z.ndim != 2 or z.dtype.kind not in "fiub" or 0 in z.shape:
+    if z.ndim not in (1, 2) or z.dtype.kind not in "fiub" or 0 in z.shape:
         raise ValueError(f"{role} {str(path)!r} is a Zarr array of shape {z.shape} and dtype {z.dtype}; predictors "
-                         "are a 2-D numeric array (N, K), one point per row.")
-    rows = chunk_rows or max(1, CHUNK_BYTES // (8 * z.shape[1]))
-    return Chunked(da.from_zarr(str(path), chunks=(rows, z.shape[1])).astype(np.float64), None, None, None)
+                         "are a numeric array (N, K) or (N,), one point per row.")
+    k = z.shape[1] if z.ndim == 2 else 1
+    rows = chunk_rows or max(1, CHUNK_BYTES // (8 * k))
+    v = da.from_zarr(str(path), chunks=(rows, k)[:z.ndim]).astype(np.float64)
+    return Chunked(v if z.ndim == 2 else v[:, None], None, None, None)
 
 # %% ../nbs/13a_io.ipynb #e6a91592
 def read_chunked(path, # a Parquet file, a folder of Parquet parts, or a Zarr array (.zarr)
