@@ -7,6 +7,7 @@ __all__ = ['COMBINE_DEFAULTS', 'build_parser', 'relevance_table', 'main']
 
 # %% ../nbs/13_cli.ipynb #848246ee
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -142,6 +143,19 @@ def _add_csv_options(c, inputs: str = "TARGET and REFERENCES"):
     c.add_argument("--index-col", metavar="NAME", default=None, help=f"the column holding the row labels, in "
                    f"{inputs} (default: an unnamed or non-numeric first column{shared})")
 
+# %% ../nbs/13_cli.ipynb #a6aabb0a
+def _add_dask_options(c):
+    "--workers or --scheduler, and --chunk-rows: the command over row chunks, with Dask (`predictability[dask]`)."
+    g = c.add_argument_group("in row chunks, with Dask (pip install \"predictability[dask]\"); X: Parquet or Zarr")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_number("--workers", integer=True, low=1), metavar="N", default=None,
+                       help="run on N local worker processes, started for this command and closed at its end")
+    where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="run on the Dask cluster whose scheduler "
+                       "is at ADDRESS (e.g. tcp://host:8786); its workers must see X and OUT at the same paths")
+    g.add_argument("--chunk-rows", type=_number("--chunk-rows", integer=True, low=1), metavar="N", default=None,
+                   help="rows per chunk, >= 1 (default: about 128 MiB of float64, 16777216 / X's columns); alone: "
+                   "the chunks run on this process's threads")
+
 # %% ../nbs/13_cli.ipynb #f2424080
 def _add_demo(sub):
     m = sub.add_parser("demo", help="run the Yeast gene-function demo and write a report",
@@ -179,6 +193,7 @@ def _add_fit(sub):
                    help="the model file to write (.npz); never an existing file")
     _add_method_options(f)
     _add_csv_options(f, "X")
+    _add_dask_options(f)
     _add_talk(f, "also say, for each column, what was chosen and why")
     f.set_defaults(func=_cmd_fit)
 
@@ -194,6 +209,7 @@ def _add_apply(sub):
     a.add_argument("-o", "--out", metavar="OUT", required=True, help="output file, never an existing one; its "
                    "extension sets the format (none: X's format); - : CSV on standard output")
     _add_csv_options(a, "X")
+    _add_dask_options(a)
     _add_talk(a)
     a.set_defaults(func=_cmd_apply)
 
@@ -249,10 +265,11 @@ def _check_combine_args(args) -> tuple:
     return fmt, rel_fmt
 
 # %% ../nbs/13_cli.ipynb #ad3ee70d
-def _out_format(out: str, source, role: str) -> str:
-    "OUT's format: CSV for standard output ('-'), else its extension's, or without one the format of `source` (named `role`)."
-    from predictability.fileio import file_format
-    return "csv" if out == "-" else file_format(out, "OUT") if Path(out).suffix else file_format(source, role)
+def _out_format(out: str, source, role: str, chunked: bool = False) -> str:
+    "OUT's format: CSV for standard output ('-'), else its extension's, or without one the format of `source` (named `role`); `chunked`: the formats written in chunks too."
+    from predictability.fileio import chunked_format, file_format
+    fmt = chunked_format if chunked else file_format
+    return "csv" if out == "-" else fmt(out, "OUT") if Path(out).suffix else fmt(source, role)
 
 # %% ../nbs/13_cli.ipynb #a9e19cdf
 def _check_device(args):
@@ -448,25 +465,101 @@ def _fit_summary(args, model, n: int, names: list) -> str:
             f"{model.params_['n_iter']} sweep(s); wrote {args.out} ({kb(os.path.getsize(args.out))}, "
             f"{kb(model.model_nbytes_)} of it arrays)")
 
-# %% ../nbs/13_cli.ipynb #5ec0afbe
-def _cmd_fit(args) -> int:
-    import pandas as pd
+# %% ../nbs/13_cli.ipynb #c8e7e526
+def _chunked_by(args) -> str | None:
+    "What makes the command run over row chunks, in the user's words (a flag, or X a folder or Zarr); None: X is read whole."
+    for flag, v in (("--workers", args.workers), ("--scheduler", args.scheduler), ("--chunk-rows", args.chunk_rows)):
+        if v is not None:
+            return f"{flag} {v}"
+    if Path(args.x).is_dir() or Path(args.x).suffix.lower() == ".zarr":
+        return f"X {str(args.x)!r} (read in chunks)"
+    return None
+
+# %% ../nbs/13_cli.ipynb #c971cb7a
+@contextlib.contextmanager
+def _dask_client(args):
+    "--workers N: a LocalCluster of N processes and its Client, closed at the end (on an error or Ctrl-C too); --scheduler: a Client of that cluster; else none (Dask's local threads)."
+    if args.workers is None and args.scheduler is None:
+        yield None
+        return
+    from predictability.fileio import need_dask
+    need_dask("--workers" if args.workers else "--scheduler", distributed=True)
+    import logging
+    from distributed import Client, LocalCluster
+    with contextlib.ExitStack() as stack:
+        if args.workers:
+            cluster = stack.enter_context(LocalCluster(n_workers=args.workers, processes=True, threads_per_worker=1,
+                                                       dashboard_address=":0", scheduler_kwargs=dict(dashboard=False),
+                                                       silence_logs=logging.CRITICAL))   # errors reach the user as one line
+            yield stack.enter_context(Client(cluster))
+        else:
+            try:
+                client = Client(args.scheduler)
+            except (OSError, ValueError, TypeError) as e:
+                raise ValueError(f"--scheduler {args.scheduler!r}: no Dask scheduler answered there ({_one_line(e)}); "
+                                 "start one (`dask scheduler`) or check the address.") from None
+            yield stack.enter_context(client)
+
+# %% ../nbs/13_cli.ipynb #b495c571
+def _check_chunked_fit(args, by: str):
+    "Refuse, before anything is read, the settings a fit from row chunks does not take, naming the flags to give."
+    need = [flag for flag, ok in (("--method npc", args.method == "npc"), ("--no-joint", args.no_joint),
+                                  ("--noise S", args.noise != "auto"), ("--kernel-scale K", args.kernel_scale != "auto"),
+                                  ("--n-iter N", args.n_iter != "auto"), ("--precision float64", args.precision == "float64"),
+                                  ("--device cpu", args.device == "cpu")) if not ok]
+    if need:
+        raise ValueError(f"{by}: a fit from row chunks takes --method npc, --no-joint and numbers for --noise, "
+                         f"--kernel-scale and --n-iter (float64 on the CPU); give {', '.join(need)}. The label-free "
+                         "defaults and joint fits need the rows in memory: fit on a sample of them (a Parquet file, "
+                         "without --workers, --scheduler or --chunk-rows), then apply the model in chunks.")
+
+# %% ../nbs/13_cli.ipynb #05175631
+def _new_model(args, names, k: int, n: int):
+    "The `Combiner` of the options for X's `k` columns (`names` or None) and `n` rows, and the target columns' positions."
     from predictability.combiner import Combiner
+    if names:
+        _unique(names, "X's columns")
+    cols = _target_positions(args.targets, names, k)
+    return Combiner(cols if len(cols) > 1 else cols[0], **_method_kwargs(args, n)), cols
+
+def _fit_in_memory(args) -> tuple:
+    "The model fitted on X read whole; (model, X's column names or None, rows)."
+    import pandas as pd
+    p = _read_complete(args.x, "X", args)
+    model, _ = _new_model(args, p.names, p.values.shape[1] if p.values.ndim == 2 else 1, len(p.values))
+    return model.fit(pd.DataFrame(p.values, columns=p.names) if p.names else p.values), p.names, len(p.values)
+
+# %% ../nbs/13_cli.ipynb #b935e61d
+def _fit_in_chunks(args) -> tuple:
+    "The model fitted on X's row chunks where they are (`Combiner.fit` of a Dask array); (model, X's column names or None, rows)."
+    import pandas as pd
+    from predictability.combiner import set_fitted
+    from predictability.fileio import read_chunked
+    c = read_chunked(args.x, "X", args.chunk_rows, args.index_col)      # lazy: the parts' footers only
+    (n, k) = c.values.shape
+    model, cols = _new_model(args, c.names, k, n)
+    with _dask_client(args):
+        model.fit(c.values)
+    if c.names:                                      # the model keeps X's column names, as a fit in memory does
+        set_fitted(model, pd.DataFrame(columns=c.names), cols, len(cols) == 1, model.replay_, model.params_,
+                   model.choices_, model.relevance_)
+    return model, c.names, n
+
+# %% ../nbs/13_cli.ipynb #b50460c0
+def _cmd_fit(args) -> int:
     from predictability.fileio import check_outputs, write_atomic
     _check_model_name(args.out)
     check_outputs({"MODEL": args.out}, {"X": args.x}, new=True)
     _check_device(args)
-    p = _read_complete(args.x, "X", args)
-    if p.names:
-        _unique(p.names, "X's columns")
-    cols = _target_positions(args.targets, p.names, p.values.shape[1] if p.values.ndim == 2 else 1)
-    model = Combiner(cols if len(cols) > 1 else cols[0], **_method_kwargs(args, len(p.values)))
-    model.fit(pd.DataFrame(p.values, columns=p.names) if p.names else p.values)
+    by = _chunked_by(args)
+    if by:
+        _check_chunked_fit(args, by)
+    model, names, n = (_fit_in_chunks if by else _fit_in_memory)(args)
     write_atomic(args.out, model.save)
-    names = [repr(p.names[j]) if p.names else f"column {j}" for j in model.columns_]
+    names = [repr(names[j]) if names else f"column {j}" for j in model.columns_]
     if args.verbose:
         _say(args, *_choice_lines(names, model.choices_))
-    _say(args, _fit_summary(args, model, len(p.values), names))
+    _say(args, _fit_summary(args, model, n, names))
     return 0
 
 # %% ../nbs/13_cli.ipynb #9e98ca4e
@@ -506,20 +599,43 @@ def _check_columns(model, p, path):
         raise ValueError(f"X {str(path)!r} has {k} predictor column(s), and the model {model.n_features_in_}: give the "
                          "columns of the file `fit` read, in its order.")
 
-# %% ../nbs/13_cli.ipynb #305ffbd0
-def _cmd_apply(args) -> int:
-    from predictability.fileio import check_outputs, write_predictors
-    fmt = _out_format(args.out, args.x, "X")
-    check_outputs({"OUT": args.out} if args.out != "-" else {}, {"MODEL": args.model, "X": args.x}, new=True)
-    model = _load_model(args.model)
+# %% ../nbs/13_cli.ipynb #b8dffaef
+def _target_names(model, names) -> list | None:
+    "The names of the model's target column(s) in X (`names`: X's column names, or None)."
+    return [names[j] for j in model.columns_[:len(model.target_names_)]] if names else None
+
+def _apply_in_memory(args, model, fmt: str) -> tuple:
+    "The model replayed on X read whole, OUT written at once; (the target names or None, rows)."
+    from predictability.fileio import write_predictors
     p = _read_complete(args.x, "X", args)
     _check_columns(model, p, args.x)
     out = model.transform(p.values)                  # row by row: row i of `out` is row i of X's
-    h = len(model.target_names_)
-    names = [p.names[j] for j in model.columns_[:h]] if p.names else None
+    names = _target_names(model, p.names)
     write_predictors(args.out, out, names, fmt, index=p.index, **_csv_style(args, args.x, "X", fmt))
+    return names, len(out)
+
+# %% ../nbs/13_cli.ipynb #398bf901
+def _apply_in_chunks(args, model, fmt: str) -> tuple:
+    "The model replayed on X's row chunks where they are, OUT written chunk by chunk; (the target names or None, rows)."
+    from predictability.fileio import read_chunked, write_chunked
+    c = read_chunked(args.x, "X", args.chunk_rows, args.index_col)      # lazy: the parts' footers only
+    _check_columns(model, c, args.x)
+    names = _target_names(model, c.names)
+    with _dask_client(args):
+        write_chunked(args.out, model.transform(c.values), names, fmt, labels=c.labels, index_name=c.index_name)
+    return names, c.values.shape[0]
+
+# %% ../nbs/13_cli.ipynb #b44bbc31
+def _cmd_apply(args) -> int:
+    from predictability.fileio import check_outputs
+    by = _chunked_by(args)
+    fmt = _out_format(args.out, args.x, "X", chunked=bool(by))
+    check_outputs({"OUT": args.out} if args.out != "-" else {}, {"MODEL": args.model, "X": args.x}, new=True)
+    model = _load_model(args.model)
+    names, n = (_apply_in_chunks if by else _apply_in_memory)(args, model, fmt)
+    h = len(model.target_names_)
     what = ", ".join(map(repr, names)) if names else f"{h} target column(s)"
-    _say(args, f"improved {what} at {len(out)} row(s) with {args.model} ({model.params_['method']}, "
+    _say(args, f"improved {what} at {n} row(s) with {args.model} ({model.params_['method']}, "
          f"{model.params_['n_iter']} sweep(s)); wrote {'standard output' if args.out == '-' else args.out}")
     return 0
 

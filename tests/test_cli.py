@@ -342,3 +342,32 @@ def test_fit_then_apply(tmp_path, files):
     (tmp_path / "m.pkl").write_bytes(b"\x80\x04K\x01.")
     _one_error_line(_cli("apply", tmp_path / "m.pkl", tmp_path / "X.csv", "-o", tmp_path / "b.csv"), "MODEL", ".npz")
     assert not (tmp_path / "b.csv").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None or importlib.util.find_spec("zarr") is None,
+                    reason="the dask extra (and zarr) not installed")
+def test_fit_and_apply_on_local_workers(tmp_path):
+    "`--workers 2` as separate processes: a fit from Parquet parts and an apply from Zarr equal the fit and replay in memory."
+    import dask.array as da
+    import dask.dataframe as dd
+    from predictability.combiner import Combiner
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(400, 2))
+    X = pd.DataFrame(np.c_[z[:, 0] + 0.8 * rng.normal(size=400), np.sin(z[:, 0]) + 0.4 * rng.normal(size=400),
+                           z[:, 0] + z[:, 1] + 0.5 * rng.normal(size=400), rng.normal(size=400)],
+                     columns=["score", "a", "b", "c"], index=pd.Index([f"item{k:04d}" for k in range(400)], name="item"))
+    dd.from_pandas(X, npartitions=4).to_parquet(tmp_path / "parts")
+    da.to_zarr(da.from_array(X.to_numpy(), chunks=(100, 4)), str(tmp_path / "X.zarr"))
+    settings = ["--no-joint", "--noise", "0.2", "--kernel-scale", "0.3", "--n-iter", "3", "--n-basis", "30"]
+    r = _cli("fit", tmp_path / "parts", "-o", tmp_path / "m.npz", *settings, "--workers", "2", "--chunk-rows", "97")
+    assert r.returncode == 0 and r.stderr == "" and "fitted npc on 400 rows" in r.stdout, r
+    mem = Combiner(0, joint=False, noise=0.2, kernel_scale=0.3, n_iter=3, n_basis=30).fit(X.to_numpy())
+    want = mem.transform(X.to_numpy())
+    fitted = Combiner.load(tmp_path / "m.npz")
+    np.testing.assert_allclose(fitted.transform(X.to_numpy()), want, rtol=0, atol=1e-9 * np.abs(want).max())
+    r = _cli("apply", tmp_path / "m.npz", tmp_path / "X.zarr", "-o", tmp_path / "out.parquet", "--workers", "2",
+             "--chunk-rows", "61")
+    assert r.returncode == 0 and r.stderr == "" and "at 400 row(s)" in r.stdout, r
+    out = pd.read_parquet(tmp_path / "out.parquet")         # a folder of 7 parts, in row order
+    assert out.shape == (400, 1) and len(list((tmp_path / "out.parquet").iterdir())) == 7
+    np.testing.assert_allclose(out.iloc[:, 0].to_numpy(), fitted.transform(X.to_numpy()), rtol=0, atol=1e-12 * np.abs(want).max())
