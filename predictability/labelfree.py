@@ -6,7 +6,7 @@
 __all__ = ['NOISE_BOUNDS', 'WIDTH_BOUNDS', 'WIDTH_GRID', 'FIT_ROWS', 'WIDTH_TOL', 'SEARCH_BASIS', 'KAPPA', 'KAPPA_DECISIVE',
            'DECISIVE', 'NOISE_SHARE_PRIOR', 'SHARED_R2', 'DISCRETE_LEVELS', 'NystromEvidence', 'nystrom_evidence',
            'GPFit', 'fit_gp', 'RelevanceTest', 'relevance_test', 'relevance_test_widths', 'stopping_iteration',
-           'discrete_features', 'auto_kappa', 'mutual_r2', 'LabelFreeChoice', 'choose', 'peers']
+           'discrete_features', 'auto_kappa', 'mutual_r2', 'LabelFreeChoice', 'choose', 'peers', 'loo_mean']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
 from dataclasses import dataclass, field
@@ -465,6 +465,7 @@ def peers(target,             # (N,) the target predictor
           references,         # (N, R) the references
           *,
           alpha: float = 0.01,  # level of the test "correlated with the target" (Bonferroni over the R references)
+          with_target: bool = True,  # False: of the selected references alone (zeros when none is selected)
          ) -> tuple:          # (average, first principal component), each (N,) z-scores oriented with the target
     "The plain average of the sign-aligned z-scores of the target and the references correlated with it, and the first principal component of the same z-scores."
     Z = standardize(np.c_[as_predictors(target, "target", ndim=(1,)), as_predictors(references, "references", ndim=(2,))],
@@ -472,6 +473,22 @@ def peers(target,             # (N,) the target predictor
     n, R = Z.shape[0], Z.shape[1] - 1
     r = np.clip(Z[:, 1:].T @ Z[:, 0] / n, -1 + 1e-12, 1 - 1e-12)
     keep = np.sqrt(max(n - 3, 1)) * np.abs(np.arctanh(r)) > stats.norm.isf(alpha / (2 * R))   # Fisher z, Bonferroni
-    A = np.c_[Z[:, 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+    A = np.c_[Z[:, :1 if with_target else 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+    if A.shape[1] == 0:
+        return np.zeros(n), np.zeros(n)
     _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their correlation matrix
     return A.mean(axis=1), orient(A @ V[:, -1], Z[:, 0])
+
+# %% ../nbs/07a_labelfree.ipynb #2b90433e
+def loo_mean(evidence: NystromEvidence,  # `nystrom_evidence` of the column at the chosen width
+             noise: float,               # the chosen $\sigma^2$
+            ) -> np.ndarray:             # (N,) on the scale of $\mathbf y=\sqrt N\overline{\mathbf f}$
+    "The GP's leave-one-out mean $y_i-(y_i-m_i)/(1-S_{ii})$, $S=K_c(M_c+\\sigma^2K_{BB})^{-1}K_c^\\top$ the smoother of `posterior_mean`."
+    st = evidence.stats
+    y, m = np.sqrt(st.n) * evidence.F[:, 0], evidence.posterior_mean(noise)
+    s = np.zeros(st.n)
+    for lo in range(0, st.n, 4096):                    # S_ii = |diag(a)^(1/2) U' Psi' k_i|^2, k_i the centred kernel row
+        K = st.K[lo:lo + 4096] if st.K is not None else gaussian_kernel(st.X[lo:lo + 4096], st.B)
+        R = evidence.U.T @ st.whitening.t((K - st.ks / st.n).T)
+        s[lo:lo + 4096] = (R * R / (evidence.d + noise)[:, None]).sum(0)
+    return y - (y - m) / (1.0 - s)

@@ -21,7 +21,7 @@ from ..combination import combine
 from ..core import normalize
 from ..datasets import load_pubfig, pubfig_path
 from ..kernels import kernel_features
-from ..labelfree import (DECISIVE, KAPPA, KAPPA_DECISIVE, NOISE_SHARE_PRIOR, choose,
+from ..labelfree import (DECISIVE, KAPPA, KAPPA_DECISIVE, NOISE_SHARE_PRIOR, choose, loo_mean,
                                        nystrom_evidence, peers)
 from ..nystrom import basis_indices
 from ..tuning import kendall_tau, tune
@@ -153,6 +153,18 @@ def rule_iterations(ch,    # `choose`'s record for the column, with its `history
             "1 - eps0/nu unbounded": int(np.argmax(cos(m + k_free * (y - m)))), "GP mean (kappa 0)": int(np.argmax(cos(m))),
             "discrepancy": int(reach[0]) if len(reach) else len(H) - 1}
 
+# %% ../../nbs/experiments/05_labelfree_cases.ipynb #fc37fc08
+def _peer_proxy(f, G, y, ch, lab) -> dict:
+    "The references' average and the GP's leave-one-out mean, Kendall tau x 100 against the target (the label-free proxy) and the truth, on the unlabelled rows."
+    test = np.setdiff1d(np.arange(len(f)), lab)
+    aref = peers(f, G, with_target=False)[0]
+    if ch.history is None or not aref.any():           # the guard failed, or no reference selected: nothing to compare
+        return {}
+    mloo = loo_mean(nystrom_evidence(ch.stats, normalize(f)), ch.noise)
+    tau = lambda v, w: kendall_tau(v[test], w[test])
+    return {"proxy: average": tau(aref, f), "proxy: GP LOO": tau(mloo, f), "references' average": tau(aref, y),
+            "GP LOO mean": tau(mloo, y)}
+
 # %% ../../nbs/experiments/05_labelfree_cases.ipynb #88075b80
 def measure_round2(f, G, y,              # one case: target, references, truth
                    seed: int,            # seed of the labelled rows drawn for `tune`
@@ -179,6 +191,7 @@ def measure_round2(f, G, y,              # one case: target, references, truth
             best = max(best, max(tau(h) for h in r.history))
         tu = tune(f, G, y[lab], lab, grid=CASE_GRID, joint=False, progress=False)
     avg, pc = peers(f, G)
+    row.update(_peer_proxy(f, G, y, ch, lab))
     row.update({"input": tau(f), "default": tau(d.prediction), "joint=False": tau(dj.prediction), "best": best,
                 "best iteration": int(np.argmax(curve)), "average": tau(avg), "first PC": tau(pc),
                 "tune": tau(tu.result.prediction), "n_iter": d.params["n_iter"], "excluded": len(c.excluded),
