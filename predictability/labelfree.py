@@ -325,7 +325,7 @@ def stopping_iteration(history: np.ndarray,        # (T + 1, N) unit-norm iterat
 
 # %% ../nbs/07a_labelfree.ipynb #a5a0ea25
 NOISE_SHARE_PRIOR = 0.45  # $\varepsilon_0$: the share of a target's variance taken to be its own noise (chosen on seeds, see the text)
-SHARED_R2 = 0.5          # references whose median adjusted R^2 from each other reaches this get the shared-error caution
+SHARED_R2 = 0.4          # references whose median adjusted R^2 from each other reaches this share a component (see the text)
 DISCRETE_LEVELS = 5       # references whose every feature takes at most this many values are discrete
 
 def discrete_features(X,  # (N, D) features (or references: any per-column scaling)
