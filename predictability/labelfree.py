@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['NOISE_BOUNDS', 'WIDTH_BOUNDS', 'WIDTH_GRID', 'FIT_ROWS', 'WIDTH_TOL', 'SEARCH_BASIS', 'KAPPA', 'KAPPA_DECISIVE',
-           'DECISIVE', 'SHARED_R2', 'NystromEvidence', 'nystrom_evidence', 'GPFit', 'fit_gp', 'RelevanceTest',
-           'relevance_test', 'relevance_test_widths', 'stopping_iteration', 'mutual_r2', 'LabelFreeChoice', 'choose',
-           'peers']
+           'DECISIVE', 'NOISE_SHARE_PRIOR', 'SHARED_R2', 'DISCRETE_LEVELS', 'NystromEvidence', 'nystrom_evidence',
+           'GPFit', 'fit_gp', 'RelevanceTest', 'relevance_test', 'relevance_test_widths', 'stopping_iteration',
+           'discrete_features', 'auto_kappa', 'mutual_r2', 'LabelFreeChoice', 'choose', 'peers', 'loo_mean']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
 from dataclasses import dataclass, field
@@ -323,9 +323,32 @@ def stopping_iteration(history: np.ndarray,        # (T + 1, N) unit-norm iterat
     cos = history @ b / np.maximum(np.linalg.norm(history, axis=1), np.finfo(float).tiny)
     return int(np.argmax(cos))
 
-# %% ../nbs/07a_labelfree.ipynb #eab41bfd
-SHARED_R2 = 0.5    # references whose median linear R^2 from each other reaches this get the shared-error caution
+# %% ../nbs/07a_labelfree.ipynb #a5a0ea25
+NOISE_SHARE_PRIOR = 0.45  # $\varepsilon_0$: the share of a target's variance taken to be its own noise (chosen on seeds, see the text)
+SHARED_R2 = 0.4          # references whose median adjusted R^2 from each other reaches this share a component (see the text)
+DISCRETE_LEVELS = 5       # references whose every feature takes at most this many values are discrete
 
+def discrete_features(X,  # (N, D) features (or references: any per-column scaling)
+                      levels: int = DISCRETE_LEVELS,  # the most distinct values of a discrete column
+                     ) -> bool:
+    "True when every column of `X` takes at most `levels` distinct values (the first 1,000 rows rule most columns out)."
+    X = np.asarray(X)
+    return all(len(np.unique(X[:1000, j])) <= levels and len(np.unique(X[:, j])) <= levels for j in range(X.shape[1]))
+
+# %% ../nbs/07a_labelfree.ipynb #9b16fde2
+def auto_kappa(noise_share: float,  # $\hat\nu$, the GP's residual share of the column (`LabelFreeChoice.noise_share`)
+               decisive: bool,      # the evidence is decisive (both 2 log LR >= `DECISIVE`)
+               discrete: bool,      # the references are discrete (`discrete_features`)
+               shared: float,       # the references' median adjusted R^2 from each other (`mutual_r2`)
+              ) -> float:
+    "The stopping rule's share: $1-\\varepsilon_0/\\hat\\nu$ bounded by $\\kappa_0$ (`KAPPA_DECISIVE` or `KAPPA`), from below for discrete references, from above otherwise; $\\kappa_0$ with weak evidence or shared references."
+    base = KAPPA_DECISIVE if decisive else KAPPA
+    k = 1.0 - NOISE_SHARE_PRIOR / max(noise_share, np.finfo(float).tiny)
+    if discrete:
+        return float(min(1.0, max(base, k)))
+    return base if not decisive or shared >= SHARED_R2 else float(min(base, max(0.0, k)))
+
+# %% ../nbs/07a_labelfree.ipynb #eab41bfd
 def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
              ) -> float:
     """The median over the columns of `X` of the adjusted linear $R^2$ of each from the others (0 for one column):
@@ -360,6 +383,7 @@ class LabelFreeChoice:
     excluded: tuple = ()          # references left out of this column's kernel as near-copies of it (`combine`; indices into `references`)
     stats: KernelStats | None = field(default=None, repr=False, compare=False)  # at the chosen width (combine reuses it, then drops it)
     history: np.ndarray | None = field(default=None, repr=False, compare=False)  # the iterates the stopping rule saw (likewise)
+    kappa: float = float("nan")   # the share of the GP residual the stopping rule kept (`auto_kappa`; NaN: no rule ran)
 
     @property
     def denoised(self) -> bool: return self.n_iter > 0
@@ -385,7 +409,7 @@ def choose(fbar,                  # (N,) unit-norm, centred column
            max_iter: int = 20,    # the largest iteration the stopping rule considers
            alpha: float = 0.01,   # level of the relevance test
            n_perm: int = 99,      # permutations of the relevance test
-           kappa="auto",          # the stopping rule's share of the GP residual kept, or "auto": `KAPPA_DECISIVE` when the guard's 2 log LR and that of the fitted GP are both >= `DECISIVE`, else `KAPPA`
+           kappa="auto",          # the stopping rule's share of the GP residual kept, or "auto": `auto_kappa` of the noise share, the evidence, the references' levels and their mutual R^2
            random_state=None,     # seed or Generator for the permutations
            device: str = "cpu",   # "cpu" or "cuda" (with `backend`: left at its default)
            precision: str = "float64",  # of `fit_gp`'s kernel statistics (the relevance test's, on a subsample, are float64)
@@ -412,6 +436,8 @@ def choose(fbar,                  # (N,) unit-norm, centred column
     if equal:
         why += "; the references' equal weights explain it better than ARD's, so the step uses them"
     H, lr_step = None, fit.evidence.null_energy() - fit.energy   # 2 log LR of the GP the step uses (ARD features)
+    ev, shared = fit.evidence, mutual_r2(X1 if X_test is None else X_test)
+    share = float(1.0 - (ev.c[:, 0] ** 2 / (ev.d + fit.noise)).sum() / ev.yy[0])   # s2 y'(K + s2 I)^-1 y / y'y = 1 - y'm / y'y
     if n_iter != "auto":
         t, why = int(n_iter), why + f"; n_iter={int(n_iter)} given"
     elif test.p_value > alpha:
@@ -419,27 +445,27 @@ def choose(fbar,                  # (N,) unit-norm, centred column
     else:
         H = npc_iterate(fbar, fit.evidence.stats, max_iter, noise=fit.noise, lam=lam)
         decisive = min(test.statistic, lr_step) >= DECISIVE   # both: ARD can miss what the test's features see
-        k = (KAPPA_DECISIVE if decisive else KAPPA) if kappa == "auto" else kappa
+        discrete = discrete_features(X1)
+        k = auto_kappa(share, decisive, discrete, shared) if kappa == "auto" else kappa
         t = stopping_iteration(H, fit.evidence, fit.noise, k)
-        why += f"; stopped at iteration {t}, the closest to the GP mean plus {k:g} of its residual"
+        why += f"; stopped at iteration {t}, the closest to the GP mean plus {k:.2g} of its residual"
         if kappa == "auto":
             why += (f" (evidence {'' if decisive else 'not '}decisive: 2logLR of the test and of the step's GP "
-                    f"({lr_step:.1f}) {'both >=' if decisive else 'not both >='} {DECISIVE:g})")
-    shared = mutual_r2(X1 if X_test is None else X_test)
+                    f"({lr_step:.1f}) {'both >=' if decisive else 'not both >='} {DECISIVE:g}; noise share {share:.2f}"
+                    f"{'; discrete references' if discrete else ''})")
     if t > 0 and shared >= SHARED_R2:
         why += (f"; caution: the references predict each other (median R^2 {shared:.2f}), so an error they share with "
                 "this column cannot be told from signal and would be amplified; with a few labels, "
                 "predictability.experiments.pays.expected_gain measures whether it pays")
-    ev = fit.evidence                                  # y'(K + s2 I)^-1 y s2 / y'y = 1 - y'm / y'y, m the GP mean
-    share = float(1.0 - (ev.c[:, 0] ** 2 / (ev.d + fit.noise)).sum() / ev.yy[0])
     return LabelFreeChoice(fit.noise, fit.kernel_scale, t, test.p_value, test.statistic, why, shared, float(lr_step),
-                           bool(equal), share, (), fit.evidence.stats, H)
+                           bool(equal), share, (), fit.evidence.stats, H, k if H is not None else float("nan"))
 
 # %% ../nbs/07a_labelfree.ipynb #234924d1
 def peers(target,             # (N,) the target predictor
           references,         # (N, R) the references
           *,
           alpha: float = 0.01,  # level of the test "correlated with the target" (Bonferroni over the R references)
+          with_target: bool = True,  # False: of the selected references alone (zeros when none is selected)
          ) -> tuple:          # (average, first principal component), each (N,) z-scores oriented with the target
     "The plain average of the sign-aligned z-scores of the target and the references correlated with it, and the first principal component of the same z-scores."
     Z = standardize(np.c_[as_predictors(target, "target", ndim=(1,)), as_predictors(references, "references", ndim=(2,))],
@@ -447,6 +473,22 @@ def peers(target,             # (N,) the target predictor
     n, R = Z.shape[0], Z.shape[1] - 1
     r = np.clip(Z[:, 1:].T @ Z[:, 0] / n, -1 + 1e-12, 1 - 1e-12)
     keep = np.sqrt(max(n - 3, 1)) * np.abs(np.arctanh(r)) > stats.norm.isf(alpha / (2 * R))   # Fisher z, Bonferroni
-    A = np.c_[Z[:, 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+    A = np.c_[Z[:, :1 if with_target else 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+    if A.shape[1] == 0:
+        return np.zeros(n), np.zeros(n)
     _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their correlation matrix
     return A.mean(axis=1), orient(A @ V[:, -1], Z[:, 0])
+
+# %% ../nbs/07a_labelfree.ipynb #2b90433e
+def loo_mean(evidence: NystromEvidence,  # `nystrom_evidence` of the column at the chosen width
+             noise: float,               # the chosen $\sigma^2$
+            ) -> np.ndarray:             # (N,) on the scale of $\mathbf y=\sqrt N\overline{\mathbf f}$
+    "The GP's leave-one-out mean $y_i-(y_i-m_i)/(1-S_{ii})$, $S=K_c(M_c+\\sigma^2K_{BB})^{-1}K_c^\\top$ the smoother of `posterior_mean`."
+    st = evidence.stats
+    y, m = np.sqrt(st.n) * evidence.F[:, 0], evidence.posterior_mean(noise)
+    s = np.zeros(st.n)
+    for lo in range(0, st.n, 4096):                    # S_ii = |diag(a)^(1/2) U' Psi' k_i|^2, k_i the centred kernel row
+        K = st.K[lo:lo + 4096] if st.K is not None else gaussian_kernel(st.X[lo:lo + 4096], st.B)
+        R = evidence.U.T @ st.whitening.t((K - st.ks / st.n).T)
+        s[lo:lo + 4096] = (R * R / (evidence.d + noise)[:, None]).sum(0)
+    return y - (y - m) / (1.0 - s)

@@ -21,7 +21,8 @@ from ..combination import combine
 from ..core import normalize
 from ..datasets import load_pubfig, pubfig_path
 from ..kernels import kernel_features
-from ..labelfree import choose, nystrom_evidence, peers
+from ..labelfree import (DECISIVE, KAPPA, KAPPA_DECISIVE, NOISE_SHARE_PRIOR, choose, loo_mean,
+                                       nystrom_evidence, peers)
 from ..nystrom import basis_indices
 from ..tuning import kendall_tau, tune
 
@@ -139,15 +140,30 @@ def make_cases_round2(seed: int,     # the cases' random seed
 def rule_iterations(ch,    # `choose`'s record for the column, with its `history` and `stats`
                     fbar,  # (N,) the unit-norm, centred column it chose for
                    ) -> dict:  # rule -> the iteration it stops at
-    "The iteration of each candidate stopping rule on the iterates `ch.history` the default's rule saw."
+    "The iteration of each candidate stopping rule on the iterates `ch.history` the default's rule saw (`ch` made with `kappa=\"auto\"`)."
     H = ch.history
     ev = nystrom_evidence(ch.stats, fbar)
     y, m = np.sqrt(len(fbar)) * fbar, ev.posterior_mean(ch.noise)
     cos = lambda b: H @ b / np.linalg.norm(H, axis=1)
     change = 1 - cos(fbar) ** 2                         # 1 - cos^2 of each iterate with the input
     reach = np.flatnonzero(change >= ch.noise_share)
-    return {"kappa 1/4 (today)": int(np.argmax(cos(m + 0.25 * (y - m)))), "GP mean (kappa 0)": int(np.argmax(cos(m))),
+    k0 = KAPPA_DECISIVE if min(ch.statistic, ch.fit_statistic) >= DECISIVE else KAPPA   # the rule before `auto_kappa`
+    k_free = min(1.0, max(0.0, 1.0 - NOISE_SHARE_PRIOR / ch.noise_share))              # `auto_kappa`'s formula, unbounded
+    return {"noise share (default)": ch.n_iter, "former (kappa_0)": int(np.argmax(cos(m + k0 * (y - m)))),
+            "1 - eps0/nu unbounded": int(np.argmax(cos(m + k_free * (y - m)))), "GP mean (kappa 0)": int(np.argmax(cos(m))),
             "discrepancy": int(reach[0]) if len(reach) else len(H) - 1}
+
+# %% ../../nbs/experiments/05_labelfree_cases.ipynb #fc37fc08
+def _peer_proxy(f, G, y, ch, lab) -> dict:
+    "The references' average and the GP's leave-one-out mean, Kendall tau x 100 against the target (the label-free proxy) and the truth, on the unlabelled rows."
+    test = np.setdiff1d(np.arange(len(f)), lab)
+    aref = peers(f, G, with_target=False)[0]
+    if ch.history is None or not aref.any():           # the guard failed, or no reference selected: nothing to compare
+        return {}
+    mloo = loo_mean(nystrom_evidence(ch.stats, normalize(f)), ch.noise)
+    tau = lambda v, w: kendall_tau(v[test], w[test])
+    return {"proxy: average": tau(aref, f), "proxy: GP LOO": tau(mloo, f), "references' average": tau(aref, y),
+            "GP LOO mean": tau(mloo, y)}
 
 # %% ../../nbs/experiments/05_labelfree_cases.ipynb #88075b80
 def measure_round2(f, G, y,              # one case: target, references, truth
@@ -175,9 +191,11 @@ def measure_round2(f, G, y,              # one case: target, references, truth
             best = max(best, max(tau(h) for h in r.history))
         tu = tune(f, G, y[lab], lab, grid=CASE_GRID, joint=False, progress=False)
     avg, pc = peers(f, G)
+    row.update(_peer_proxy(f, G, y, ch, lab))
     row.update({"input": tau(f), "default": tau(d.prediction), "joint=False": tau(dj.prediction), "best": best,
                 "best iteration": int(np.argmax(curve)), "average": tau(avg), "first PC": tau(pc),
-                "tune": tau(tu.result.prediction), "n_iter": d.params["n_iter"], "excluded": len(c.excluded)})
+                "tune": tau(tu.result.prediction), "n_iter": d.params["n_iter"], "excluded": len(c.excluded),
+                "noise share": ch.noise_share, "kappa": ch.kappa})
     for k, t in rules.items():
         row[f"{k}: iteration"], row[k] = t, curve[t]
     return row
