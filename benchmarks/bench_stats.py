@@ -55,10 +55,8 @@ def step_floor_flops(N: int, n_basis: int, R: int) -> float:
     return 2.0 * N * n_basis * R + float(N) * n_basis ** 2
 
 
-def cpu_dgemm(n: int, repeat: int) -> float:
-    "One core's dgemm rate in GFLOP/s of CPU time (one BLAS thread): what a core delivers whatever the load."
-    rng = np.random.default_rng(1)
-    a, b = rng.normal(size=(n, n)), rng.normal(size=(n, n))
+def cpu_gemm_rate(a, b, repeat: int) -> float:
+    "GFLOP/s of CPU time of `a @ b` at one BLAS thread (median of `repeat`): what a core delivers whatever the load."
     with one_blas_thread():
         a @ b
         ts = []
@@ -66,7 +64,13 @@ def cpu_dgemm(n: int, repeat: int) -> float:
             c0 = time.process_time()
             a @ b
             ts.append(time.process_time() - c0)
-    return 2.0 * n ** 3 / float(np.median(ts)) / 1e9
+    return 2.0 * a.shape[0] * a.shape[1] * b.shape[1] / float(np.median(ts)) / 1e9
+
+
+def cpu_dgemm(n: int, repeat: int) -> float:
+    "One core's dgemm rate in GFLOP/s of CPU time (one BLAS thread), on square matrices of size n."
+    rng = np.random.default_rng(1)
+    return cpu_gemm_rate(rng.normal(size=(n, n)), rng.normal(size=(n, n)), repeat)
 
 
 def bench_step_and_sklearn(H, n_basis: int, repeat: int) -> dict:

@@ -28,10 +28,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kernels import bench_dgemm, machine_info, peak_memory, print_table  # noqa: E402
 from bench_npc import joint_problem  # noqa: E402
-from bench_stats import cpu_dgemm  # noqa: E402
+from bench_stats import cpu_dgemm, cpu_gemm_rate  # noqa: E402
 
 from predictability import Combiner  # noqa: E402
-from predictability.core import one_blas_thread  # noqa: E402
 
 WIDTH = dict(P=80, n_basis=300, n_iter=20)
 FIXED = dict(noise=0.1, kernel_scale=1.0, ard=False)   # settings fixed: the fit's cost is not what is measured
@@ -53,15 +52,7 @@ def transform_floor_flops(n: int, P: int, n_basis: int, sweeps: int) -> float:
 def shape_dgemm(n: int, R: int, n_basis: int, repeat: int = 5) -> float:
     "GFLOP/s of CPU time (one BLAS thread) of the distance GEMM of one kernel pass, (n, R) @ (R, N'): its own shape."
     rng = np.random.default_rng(2)
-    a, b = rng.normal(size=(n, R)), rng.normal(size=(R, n_basis))
-    with one_blas_thread():
-        a @ b
-        ts = []
-        for _ in range(repeat):
-            c0 = time.process_time()
-            a @ b
-            ts.append(time.process_time() - c0)
-    return 2.0 * n * R * n_basis / float(np.median(ts)) / 1e9
+    return cpu_gemm_rate(rng.normal(size=(n, R)), rng.normal(size=(R, n_basis)), repeat)
 
 
 def bench_transform(cb: Combiner, n: int, P: int, n_basis: int, sweeps: int, dgemm: float, core: float) -> dict:
