@@ -96,12 +96,23 @@ def _jobs(m):
     "Two columns at a time: one's N'-sized LAPACK work (it holds the GIL) beside the other's kernel pass (it does not)."
     return 1 if getattr(m, "device", "cpu") == "cuda" else min(2, _default_threads())   # numba.cuda: a context per thread
 
+def _still_references(run):
+    "The moving columns none of whose references moves (a column weighing 0 is not in its kernel): their sweeps are their fixed runs."
+    moving = [q for q, plan in run.plans.items() if plan.n_iter > 0]
+    weighs = lambda p, q: run.weights is None or run.weights[p, q] > 0
+    return [p for p in moving if not any(weighs(p, q) for q in moving if q != p)]
+
 def _joint_sweeps(run, Hbar, F2, n_sweeps, stats, bar):
-    "Algorithm 1's sweeps: every planned column from $H^t$, each for its own number of sweeps; the targets' history."
-    h, history = F2.shape[1], [F2.copy()]
+    """Algorithm 1's sweeps: every planned column from $H^t$, each for its own number of sweeps; the targets' history.
+    A column whose references never move takes its fixed run's iterates (`Run.fixed`: no kernel pass per sweep; the
+    stopping rule's iterates when kept), except when recording (a `Combiner` replays one update per sweep)."""
+    h, history, still = F2.shape[1], [F2.copy()], [] if run.spans is not None else _still_references(run)
+    fixed = dict(zip(still, _map_columns(lambda p: run.fixed(p, Hbar), still, _jobs(run.method))))
     for t in bar(range(n_sweeps)):
-        cols = [p for p, plan in run.plans.items() if t < plan.n_iter]
+        cols = [p for p, plan in run.plans.items() if t < plan.n_iter and p not in fixed]
         Hbar = joint_step(Hbar, functools.partial(run.step, first=t == 0), cols, _jobs(run.method))
+        for p in (p for p in fixed if t < run.plans[p].n_iter):
+            Hbar[:, p] = fixed[p][t + 1]       # read by the others from the next sweep on, as a step's result is
         history.append(stats.inverse(Hbar[:, :h]))
     return np.stack(history)
 
