@@ -96,13 +96,33 @@ def _jobs(m):
     "Two columns at a time: one's N'-sized LAPACK work (it holds the GIL) beside the other's kernel pass (it does not)."
     return 1 if getattr(m, "device", "cpu") == "cuda" else min(2, _default_threads())   # numba.cuda: a context per thread
 
+def _weighs(run, p, q) -> bool:
+    "Is column `q` in column `p`'s kernel (a column weighing 0 is not)?"
+    return run.weights is None or run.weights[p, q] > 0
+
+def _still_references(run):
+    "The moving columns none of whose references moves: their sweeps are their fixed runs."
+    moving = [q for q, plan in run.plans.items() if plan.n_iter > 0]
+    return [p for p in moving if not any(_weighs(run, p, q) for q in moving if q != p)]
+
 def _joint_sweeps(run, Hbar, F2, n_sweeps, stats, bar):
-    "Algorithm 1's sweeps: every planned column from $H^t$, each for its own number of sweeps; the targets' history."
-    h, history = F2.shape[1], [F2.copy()]
+    """Algorithm 1's sweeps: every planned column from $H^t$, each for its own number of sweeps; the targets' history.
+    No column repeats its kernel pass for references that have not moved: one none of whose references moves takes
+    its fixed run's iterates (`Run.fixed`: the stopping rule's when kept), and one whose references stay until its
+    next update keeps its statistics for it (`Run.keep`). A recording run (a `Combiner` replays one update per sweep,
+    each from its own pass) does neither."""
+    h, history, rec = F2.shape[1], [F2.copy()], run.spans is not None
+    still = [] if rec else _still_references(run)
+    fixed = dict(zip(still, _map_columns(lambda p: run.fixed(p, Hbar), still, _jobs(run.method))))
     for t in bar(range(n_sweeps)):
-        cols = [p for p, plan in run.plans.items() if t < plan.n_iter]
+        moving = [p for p, plan in run.plans.items() if t < plan.n_iter]
+        cols = [p for p in moving if p not in fixed]
+        run.keep = set() if rec else {p for p in cols if not any(_weighs(run, p, q) for q in moving if q != p)}
         Hbar = joint_step(Hbar, functools.partial(run.step, first=t == 0), cols, _jobs(run.method))
+        for p in (p for p in moving if p in fixed):
+            Hbar[:, p] = fixed[p][t + 1]       # read by the others from the next sweep on, as a step's result is
         history.append(stats.inverse(Hbar[:, :h]))
+    run.keep, run.kept = set(), {}
     return np.stack(history)
 
 def _fixed_runs(run, Hbar, F2, n_sweeps, stats, bar):

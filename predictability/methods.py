@@ -75,6 +75,8 @@ class Run:
     backend: Backend | None = None     # the run's back end (NPC): every kernel pass of the run, its float32 probe memory
     spans: dict | None = None          # recording (a `Combiner`'s fit): column -> its updates as functions of a row
     rows_at: dict = field(default_factory=dict)   # recording: sweep -> every column at the rows the updates replay on
+    keep: set = field(default_factory=set)        # the sweep's columns whose references stay until their next update
+    kept: dict = field(default_factory=dict)      # column -> the kernel statistics it formed, kept for that update (NPC)
 
     def step(self, p, Hb, first=False):
         "The update of column `p` against the other columns of `Hb` (`first`: `Hb` is the input); recorded if asked."
@@ -348,14 +350,18 @@ def _input_stats(self, run, p, H0):
 
 def _npc_step(self, run, p, Hb, first=False, span=False):
     "(e:objectivef) on column `p`; in float32 a column whose probe chose float64 block products keeps them (no probe)."
-    be = run.backend
-    if first:
+    be, st = run.backend, run.kept.pop(p, None)    # kept: its references as when these were formed, no pass over N
+    reused = st is not None
+    if first and not reused:
         st = _input_stats(self, run, p, Hb)
-    else:
+    elif not reused:
         X = _column_features(run, p, Hb)
         st = kernel_stats(X, X[run.basis], Hb[:, p], backend=be, block_products=be.block_products_for(p))
+    if p in run.keep:                              # its references stay until its next update
+        run.kept[p] = st
     be.remember(p, st)                             # the run's probe memory
-    return npc_update(Hb[:, p], st, noise=run.plans[p].noise, lam=self.lam, kf=st.kf, span=span)
+    kf = st.rmatvec(Hb[:, p]) if reused else st.kf   # the column itself has moved since
+    return npc_update(Hb[:, p], st, noise=run.plans[p].noise, lam=self.lam, kf=kf, span=span)
 
 def _npc_fixed(self, run, p, H0):
     "Statistics once, then the whole run in the span of $[\\mathbf f^0, CK_{GB}]$ (the stopping rule's iterates if kept)."
