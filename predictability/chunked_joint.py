@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['fit_joint_dask']
 
-# %% ../nbs/07i_joint_chunks.ipynb #1a252b3a
+# %% ../nbs/07i_joint_chunks.ipynb #7fc3d481
 import numpy as np
 import dask.array as da
 
@@ -16,7 +16,7 @@ from .lpc import check_collinear
 from .methods import NPC, ColumnPlan
 from .nystrom import KernelSpan, span_coordinates
 
-# %% ../nbs/07i_joint_chunks.ipynb #914d8b16
+# %% ../nbs/07i_joint_chunks.ipynb #eef7b4f8
 def _joint_weights(H0, h: int, ard: bool, n: int) -> np.ndarray:
     "The (P, P) weights of a joint fit, every row fitted (ARD from the R factor of $H^0$: $R^\\top R = H^{0\\top}H^0$)."
     R = da.linalg.qr(H0)[1].compute()
@@ -28,7 +28,7 @@ def _joint_weights(H0, h: int, ard: bool, n: int) -> np.ndarray:
     w = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(w, 0.0)
     return w
 
-# %% ../nbs/07i_joint_chunks.ipynb #2f2d81a6
+# %% ../nbs/07i_joint_chunks.ipynb #6390b100
 def _step_span(run, p: int, Ht, Hb, backend) -> KernelSpan:
     "Column `p`'s update from $H^t$ (row chunks `Ht`, basis rows `Hb`) as a `KernelSpan`: statistics, then mean and norm."
     N, plan = Ht.shape[0], run.plans[p]
@@ -48,7 +48,7 @@ def _sweep_rows(Z, run, spans: dict, Hb, n: int):
         new[:, p] = span(Z[:, p], run.features(p, Z, n), run.features(p, Hb, n))
     return new
 
-# %% ../nbs/07i_joint_chunks.ipynb #5f16b852
+# %% ../nbs/07i_joint_chunks.ipynb #4c694311
 def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask DataFrame
                    cols: list, # the target columns' positions (`target_columns`)
                    o: Options, # the checked settings (`combine_options`): joint, NPC, fixed settings, float64
@@ -78,7 +78,7 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
         H = H.map_blocks(_sweep_rows, run, spans, Hb, N, dtype=np.float64).persist()
     return DaskFit(run, norm, N, *_joint_reported(run, h, one, o.ard))
 
-# %% ../nbs/07i_joint_chunks.ipynb #86e3c11c
+# %% ../nbs/07i_joint_chunks.ipynb #4236e1d8
 def _check_joint(o):
     "The method of the settings `o`, when the joint chunked fit takes them."
     m = o.method

@@ -88,6 +88,8 @@ def _add_combine(sub):
                    help="also write the ARD relevance weights, labelled, to PATH (.csv or .parquet; GP methods with ARD)")
     _add_method_options(c)
     _add_csv_options(c)
+    _add_cluster_options(c.add_argument_group("on a Dask cluster (pip install \"predictability[dask]\"): each sweep's "
+                                              "column updates as its tasks; the files are read and written here"))
     _add_talk(c, "also say how rows paired and, for each column, what was chosen and why")
     c.set_defaults(func=_cmd_combine)
 
@@ -144,14 +146,18 @@ def _add_csv_options(c, inputs: str = "TARGET and REFERENCES"):
                    f"{inputs} (default: an unnamed or non-numeric first column{shared})")
 
 # %% ../nbs/13_cli.ipynb #a6aabb0a
-def _add_dask_options(c):
-    "--workers or --scheduler, and --chunk-rows: the command over row chunks, with Dask (`predictability[dask]`)."
-    g = c.add_argument_group("in row chunks, with Dask (pip install \"predictability[dask]\"); X: Parquet or Zarr")
+def _add_cluster_options(g, paths: str = ""):
+    "--workers N or --scheduler ADDRESS in the argument group `g`; `paths`: what the workers must see, said in the help."
     where = g.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_number("--workers", integer=True, low=1), metavar="N", default=None,
                        help="run on N local worker processes, started for this command and closed at its end")
     where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="run on the Dask cluster whose scheduler "
-                       "is at ADDRESS (e.g. tcp://host:8786); its workers must see X and OUT at the same paths")
+                       f"is at ADDRESS (e.g. tcp://host:8786){paths}")
+
+def _add_dask_options(c):
+    "--workers or --scheduler, and --chunk-rows: the command over row chunks, with Dask (`predictability[dask]`)."
+    g = c.add_argument_group("in row chunks, with Dask (pip install \"predictability[dask]\"); X: Parquet or Zarr")
+    _add_cluster_options(g, "; its workers must see X and OUT at the same paths")
     g.add_argument("--chunk-rows", type=_number("--chunk-rows", integer=True, low=1), metavar="N", default=None,
                    help="rows per chunk, >= 1 (default: about 128 MiB of float64, 16777216 / X's columns); alone: "
                    "the chunks run on this process's threads")
@@ -414,7 +420,8 @@ def _cmd_combine(args) -> int:
         _unique(t.names, "TARGET's columns")
     if rel_fmt:
         _unique([*(t.names or []), *(r.names or [] if r else [])], "the TARGET and REFERENCES columns")
-    res = combine(target, None if r is None else r.values, **_method_kwargs(args, len(target)))
+    with _dask_client(args) as client:                # --workers N or --scheduler ADDRESS: the column updates' tasks
+        res = combine(target, None if r is None else r.values, **_method_kwargs(args, len(target)), client=client)
     _write_outputs(args, res, t, r, fmt, rel_fmt)
     h = 1 if target.ndim == 1 else target.shape[1]
     names = (t.names or (["target"] if h == 1 else [f"target_{j}" for j in range(h)])) + \
