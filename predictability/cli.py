@@ -510,15 +510,15 @@ def _dask_client(args):
 # %% ../nbs/13_cli.ipynb #b495c571
 def _check_chunked_fit(args, by: str):
     "Refuse, before anything is read, the settings a fit from row chunks does not take, naming the flags to give."
-    need = [flag for flag, ok in (("--method npc", args.method == "npc"), ("--no-joint", args.no_joint),
+    need = [flag for flag, ok in (("--method npc", args.method == "npc"),
                                   ("--noise S", args.noise != "auto"), ("--kernel-scale K", args.kernel_scale != "auto"),
                                   ("--n-iter N", args.n_iter != "auto"), ("--precision float64", args.precision == "float64"),
                                   ("--device cpu", args.device == "cpu")) if not ok]
     if need:
-        raise ValueError(f"{by}: a fit from row chunks takes --method npc, --no-joint and numbers for --noise, "
-                         f"--kernel-scale and --n-iter (float64 on the CPU); give {', '.join(need)}. The label-free "
-                         "defaults and joint fits need the rows in memory: fit on a sample of them (a Parquet file, "
-                         "without --workers, --scheduler or --chunk-rows), then apply the model in chunks.")
+        raise ValueError(f"{by}: a fit from row chunks takes --method npc and numbers for --noise, --kernel-scale and "
+                         f"--n-iter (float64 on the CPU; joint or --no-joint); give {', '.join(need)}. The label-free "
+                         "defaults need the rows in memory: fit on a sample of them (a Parquet file, without "
+                         "--workers, --scheduler or --chunk-rows), then apply the model in chunks.")
 
 # %% ../nbs/13_cli.ipynb #05175631
 def _new_model(args, names, k: int, n: int):
