@@ -88,6 +88,8 @@ def _add_combine(sub):
                    help="also write the ARD relevance weights, labelled, to PATH (.csv or .parquet; GP methods with ARD)")
     _add_method_options(c)
     _add_csv_options(c)
+    _add_cluster_options(c.add_argument_group("on a Dask cluster (pip install \"predictability[dask]\"): each sweep's "
+                                              "column updates as its tasks; the files are read and written here"))
     _add_talk(c, "also say how rows paired and, for each column, what was chosen and why")
     c.set_defaults(func=_cmd_combine)
 
@@ -144,14 +146,18 @@ def _add_csv_options(c, inputs: str = "TARGET and REFERENCES"):
                    f"{inputs} (default: an unnamed or non-numeric first column{shared})")
 
 # %% ../nbs/13_cli.ipynb #a6aabb0a
-def _add_dask_options(c):
-    "--workers or --scheduler, and --chunk-rows: the command over row chunks, with Dask (`predictability[dask]`)."
-    g = c.add_argument_group("in row chunks, with Dask (pip install \"predictability[dask]\"); X: Parquet or Zarr")
+def _add_cluster_options(g, paths: str = ""):
+    "--workers N or --scheduler ADDRESS in the argument group `g`; `paths`: what the workers must see, said in the help."
     where = g.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_number("--workers", integer=True, low=1), metavar="N", default=None,
                        help="run on N local worker processes, started for this command and closed at its end")
     where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="run on the Dask cluster whose scheduler "
-                       "is at ADDRESS (e.g. tcp://host:8786); its workers must see X and OUT at the same paths")
+                       f"is at ADDRESS (e.g. tcp://host:8786){paths}")
+
+def _add_dask_options(c):
+    "--workers or --scheduler, and --chunk-rows: the command over row chunks, with Dask (`predictability[dask]`)."
+    g = c.add_argument_group("in row chunks, with Dask (pip install \"predictability[dask]\"); X: Parquet or Zarr")
+    _add_cluster_options(g, "; its workers must see X and OUT at the same paths")
     g.add_argument("--chunk-rows", type=_number("--chunk-rows", integer=True, low=1), metavar="N", default=None,
                    help="rows per chunk, >= 1 (default: about 128 MiB of float64, 16777216 / X's columns); alone: "
                    "the chunks run on this process's threads")
@@ -414,7 +420,8 @@ def _cmd_combine(args) -> int:
         _unique(t.names, "TARGET's columns")
     if rel_fmt:
         _unique([*(t.names or []), *(r.names or [] if r else [])], "the TARGET and REFERENCES columns")
-    res = combine(target, None if r is None else r.values, **_method_kwargs(args, len(target)))
+    with _dask_client(args) as client:                # --workers N or --scheduler ADDRESS: the column updates' tasks
+        res = combine(target, None if r is None else r.values, **_method_kwargs(args, len(target)), client=client)
     _write_outputs(args, res, t, r, fmt, rel_fmt)
     h = 1 if target.ndim == 1 else target.shape[1]
     names = (t.names or (["target"] if h == 1 else [f"target_{j}" for j in range(h)])) + \
@@ -503,15 +510,15 @@ def _dask_client(args):
 # %% ../nbs/13_cli.ipynb #b495c571
 def _check_chunked_fit(args, by: str):
     "Refuse, before anything is read, the settings a fit from row chunks does not take, naming the flags to give."
-    need = [flag for flag, ok in (("--method npc", args.method == "npc"), ("--no-joint", args.no_joint),
+    need = [flag for flag, ok in (("--method npc", args.method == "npc"),
                                   ("--noise S", args.noise != "auto"), ("--kernel-scale K", args.kernel_scale != "auto"),
                                   ("--n-iter N", args.n_iter != "auto"), ("--precision float64", args.precision == "float64"),
                                   ("--device cpu", args.device == "cpu")) if not ok]
     if need:
-        raise ValueError(f"{by}: a fit from row chunks takes --method npc, --no-joint and numbers for --noise, "
-                         f"--kernel-scale and --n-iter (float64 on the CPU); give {', '.join(need)}. The label-free "
-                         "defaults and joint fits need the rows in memory: fit on a sample of them (a Parquet file, "
-                         "without --workers, --scheduler or --chunk-rows), then apply the model in chunks.")
+        raise ValueError(f"{by}: a fit from row chunks takes --method npc and numbers for --noise, --kernel-scale and "
+                         f"--n-iter (float64 on the CPU; joint or --no-joint); give {', '.join(need)}. The label-free "
+                         "defaults need the rows in memory: fit on a sample of them (a Parquet file, without "
+                         "--workers, --scheduler or --chunk-rows), then apply the model in chunks.")
 
 # %% ../nbs/13_cli.ipynb #05175631
 def _new_model(args, names, k: int, n: int):

@@ -22,6 +22,7 @@ from .labelled import CombineResult, is_pandas, label_result
 from .kstats import reuse_kernel_stats
 from .methods import MTL, Method, make_method
 from .problem import prepare
+from .sweeps import ClientColumns, check_client
 
 _all_ = ["reuse_kernel_stats", "CombineResult"]   # defined in `kstats` and `labelled`, kept importable from here
 
@@ -96,6 +97,19 @@ def _jobs(m):
     "Two columns at a time: one's N'-sized LAPACK work (it holds the GIL) beside the other's kernel pass (it does not)."
     return 1 if getattr(m, "device", "cpu") == "cuda" else min(2, _default_threads())   # numba.cuda: a context per thread
 
+class _ThreadColumns:
+    "The column map without a client: the columns in `n_jobs` threads of this process (`ClientColumns` has the same two calls)."
+    keeps = True                     # statistics kept in the run between sweeps stay here (`Run.keep`)
+    def __init__(self, n_jobs: int): self.n_jobs = n_jobs
+    def sweep(self, run, Hbar, cols, first):
+        return joint_step(Hbar, functools.partial(run.step, first=first), cols, self.n_jobs)
+    def fixed(self, run, H0, cols, done):
+        return _map_columns(lambda p: (run.fixed(p, H0), done())[0], cols, self.n_jobs)
+
+def _column_map(o):
+    "Where the column updates run, by the type of `o.client`: a Dask client's cluster, or (None) this process."
+    return _ThreadColumns(_jobs(o.method)) if o.client is None else ClientColumns(o.client)
+
 def _weighs(run, p, q) -> bool:
     "Is column `q` in column `p`'s kernel (a column weighing 0 is not)?"
     return run.weights is None or run.weights[p, q] > 0
@@ -105,30 +119,31 @@ def _still_references(run):
     moving = [q for q, plan in run.plans.items() if plan.n_iter > 0]
     return [p for p in moving if not any(_weighs(run, p, q) for q in moving if q != p)]
 
-def _joint_sweeps(run, Hbar, F2, n_sweeps, stats, bar):
+def _joint_sweeps(run, Hbar, F2, n_sweeps, stats, bar, columns):
     """Algorithm 1's sweeps: every planned column from $H^t$, each for its own number of sweeps; the targets' history.
     No column repeats its kernel pass for references that have not moved: one none of whose references moves takes
     its fixed run's iterates (`Run.fixed`: the stopping rule's when kept), and one whose references stay until its
-    next update keeps its statistics for it (`Run.keep`). A recording run (a `Combiner` replays one update per sweep,
-    each from its own pass) does neither."""
+    next update keeps its statistics for it (`Run.keep`; in this process only: a task's run is the worker's copy). A
+    recording run (a `Combiner` replays one update per sweep, each from its own pass) does neither."""
     h, history, rec = F2.shape[1], [F2.copy()], run.spans is not None
     still = [] if rec else _still_references(run)
-    fixed = dict(zip(still, _map_columns(lambda p: run.fixed(p, Hbar), still, _jobs(run.method))))
+    fixed = dict(zip(still, columns.fixed(run, Hbar, still, lambda: None)))
     for t in bar(range(n_sweeps)):
         moving = [p for p, plan in run.plans.items() if t < plan.n_iter]
         cols = [p for p in moving if p not in fixed]
-        run.keep = set() if rec else {p for p in cols if not any(_weighs(run, p, q) for q in moving if q != p)}
-        Hbar = joint_step(Hbar, functools.partial(run.step, first=t == 0), cols, _jobs(run.method))
+        run.keep = set() if rec or not columns.keeps else \
+            {p for p in cols if not any(_weighs(run, p, q) for q in moving if q != p)}
+        Hbar = columns.sweep(run, Hbar, cols, t == 0)
         for p in (p for p in moving if p in fixed):
             Hbar[:, p] = fixed[p][t + 1]       # read by the others from the next sweep on, as a step's result is
         history.append(stats.inverse(Hbar[:, :h]))
     run.keep, run.kept = set(), {}
     return np.stack(history)
 
-def _fixed_runs(run, Hbar, F2, n_sweeps, stats, bar):
+def _fixed_runs(run, Hbar, F2, n_sweeps, stats, bar, columns):
     "Each target column iterated against the fixed input columns, frozen after its own iterations; the history."
     with bar(total=len(run.plans)) as b:
-        runs = _map_columns(lambda p: (run.fixed(p, Hbar), b.update())[0], list(run.plans), _jobs(run.method))
+        runs = columns.fixed(run, Hbar, list(run.plans), b.update)
     runs = [np.concatenate([Hp, np.repeat(Hp[-1:], n_sweeps - run.plans[p].n_iter, axis=0)])
             for p, Hp in zip(run.plans, runs)]
     history = np.stack([stats.inverse(Ht) for Ht in np.stack(runs, axis=-1)])
@@ -164,11 +179,12 @@ class Options:
     perm_rng: np.random.Generator     # the relevance test's permutations
     progress: bool | None             # the progress bar: True, False or None (long runs only)
     random_state: object = None       # as given (MTL draws its own)
+    client: object = None             # a `dask.distributed.Client`: the column updates as its tasks; None: this process
 
 # %% ../nbs/07_combine.ipynb #cad70491
 def combine_options(method="npc", # a name in `METHODS` or a method object
                     *,
-                    n_iter="auto", joint=True, ard=True, random_state=None, progress=None, # as `combine` takes them
+                    n_iter="auto", joint=True, ard=True, random_state=None, progress=None, client=None, # as `combine` takes them
                     **settings, # the method's settings as `combine` takes them (`make_method`)
                    ) -> Options:
     "`combine`'s keywords checked once: the method object built (a setting it lacks refused) and the run's settings."
@@ -178,7 +194,9 @@ def combine_options(method="npc", # a name in `METHODS` or a method object
     perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
     progress = progress if progress is None else check_bool(progress, "progress")
     _check_ard_arg(ard, joint, m)
-    return Options(m, n_iter, joint, ard, rng, perm_rng, progress, random_state)
+    if client is not None and isinstance(m, MTL):
+        raise ValueError("`client` is not a setting of method='mtl' (ADMM over every column at once): remove it.")
+    return Options(m, n_iter, joint, ard, rng, perm_rng, progress, random_state, check_client(client))
 
 # %% ../nbs/07_combine.ipynb #23f1127f
 def run_algorithm1(pb, # the prepared problem (`prepare`)
@@ -200,7 +218,7 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
     run.spans = {} if record else None
     show = _show_progress(o.progress, m, run, n, P, n_sweeps, joint)
     bar = functools.partial(tqdm, desc=f"combine ({m.name})", disable=not show, leave=False)
-    history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar)
+    history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar, _column_map(o))
     res = _result(run, history, choices, pb.F, h, use_ard, joint, auto)
     if res.unchanged and auto and n_iter == "auto":
         warnings.warn("the references predict the target no better than chance (permutation test of the GP evidence, "
@@ -225,6 +243,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             precision: str = "float64", # npc's kernel statistics: "float64", or "float32" (float32 kernel blocks, float64 sums; see `kernel_stats`)
             random_state: int | np.random.Generator | None = None, # seed or numpy Generator for basis="random" and the relevance test's permutations (seed 0 if None)
             progress: bool | None = None, # tqdm bar over the iterations: True, False, or None (only for long runs)
+            client=None, # a `dask.distributed.Client`: each sweep's column updates run as tasks on its cluster (None: this process)
            ) -> CombineResult:
     """Improve `target` (N,) or (N, H) using `references` (N, R), without labels.
 
@@ -244,7 +263,7 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
     with one_blas_thread():     # the kernel passes run their own threads; a spinning BLAS pool would take their cores
         o = combine_options(method, n_iter=n_iter, joint=joint, ard=ard, random_state=random_state, progress=progress,
                             n_basis=n_basis, lam=lam, noise=noise, kernel_scale=kernel_scale, basis=basis,
-                            device=device, precision=precision)
+                            device=device, precision=precision, client=client)
         if isinstance(o.method, MTL):                              # ADMM, not Algorithm 1
             return o.method.combine(target, references, n_iter=o.n_iter, random_state=random_state,
                                     progress=o.progress)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from . import __version__
@@ -104,10 +104,12 @@ class Combiner(TransformerMixin, BaseEstimator):
                  precision="float64", # as `combine`
                  random_state=None, # as `combine`
                  progress=None, # as `combine`
+                 client=None, # as `combine`: a `dask.distributed.Client` runs the column updates as its tasks
                 ):
         self.targets, self.method, self.n_iter, self.n_basis, self.joint = targets, method, n_iter, n_basis, joint
         self.ard, self.lam, self.noise, self.kernel_scale, self.basis = ard, lam, noise, kernel_scale, basis
         self.device, self.precision, self.random_state, self.progress = device, precision, random_state, progress
+        self.client = client
 
 # %% ../nbs/07f_combiner.ipynb #dd2b67ad
 def _is_dask(X) -> bool:
@@ -147,14 +149,27 @@ def _fit(self, X, y=None):
 def _fit_chunks(self, X):
     "`fit` of a Dask array or DataFrame: the settings and targets checked here, the fit from the chunks where they live."
     from predictability.distributed import fit_dask   # Dask is an optional extra
+    from predictability.chunked_joint import fit_joint_dask
     cols, one = target_columns(X, self.targets, X.shape[1])
     kw = self.get_params()
     kw.pop("targets")
-    d = fit_dask(X, cols, combine_options(**kw), one=one)
+    o = combine_options(**kw)
+    d = (fit_joint_dask if o.joint else fit_dask)(X, cols, o, one=one)
     set_fitted(self, X, cols, one, Replay(d.run, d.norm, d.n, len(cols)), d.params, [], d.relevance)
     return self
 
 Combiner.fit_transform, Combiner.fit = _fit_transform, _fit
+
+# %% ../nbs/07f_combiner.ipynb #26654aef
+def _clone(self):
+    "scikit-learn's `clone`: every parameter cloned as `clone` does, but the client shared (a connection, not a copy)."
+    return type(self)(**{k: v if k == "client" else clone(v, safe=False) for k, v in self.get_params(deep=False).items()})
+
+def _getstate(self):
+    "Pickled without its client (a connection of this process): unpickled, it runs where it is loaded."
+    return {**BaseEstimator.__getstate__(self), "client": None}
+
+Combiner.__sklearn_clone__, Combiner.__getstate__ = _clone, _getstate
 
 # %% ../nbs/07f_combiner.ipynb #5c242ca2
 def set_fitted(est, # the `Combiner` being fitted
@@ -261,7 +276,7 @@ def _plain(x):
 def _header(self) -> dict:
     "What `save` writes beside the arrays: format, version, parameters, column order and names, what was chosen."
     m, params = self.replay_.run.method, self.get_params()
-    method, ard, rs = params.pop("method"), params.pop("ard"), params.pop("random_state")
+    method, ard, rs, _ = params.pop("method"), params.pop("ard"), params.pop("random_state"), params.pop("client")
     return _plain(dict(format="predictability.Combiner", version=self.version_, params=params,
         method=method if isinstance(method, str) else None, method_object=m.name,
         method_settings={k: getattr(m, k) for k in m.settings}, ard=ard if isinstance(ard, bool) else None,

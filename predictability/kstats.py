@@ -225,6 +225,13 @@ class StatsCache:
         self.max_bytes = check_scalar(max_mb, name) * 2**20
         self.entries, self.hits, self._lock = OrderedDict(), 0, threading.Lock()
 
+    def __getstate__(self):
+        "Sent to another process (a Dask worker): the size only; the copy there starts empty, with a lock of its own."
+        return {"max_bytes": self.max_bytes}
+
+    def __setstate__(self, state):
+        self.max_bytes, self.entries, self.hits, self._lock = state["max_bytes"], OrderedDict(), 0, threading.Lock()
+
     def get(self, key, make):
         "`make()`'s value kept under `key` (hashable), and returned again for the same key."
         with self._lock:
@@ -260,6 +267,13 @@ class Backend:
 
     def __repr__(self):
         return f"{type(self).__name__}(n_threads={self.n_threads}, block_rows={self.block_rows})"
+
+    def __getstate__(self):
+        "Sent to another process (a Dask worker's column task): the settings and probe memory; a lock made there."
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None) -> "KernelStats":
         "Statistics of row blocks: the `KernelStats` of checked `X`, `B` and `f`, sums over a fixed partition of rows."

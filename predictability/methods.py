@@ -83,7 +83,7 @@ class Run:
         if self.spans is None:
             return self.method.step(self, p, Hb, first)
         f, span = self.method.step_span(self, p, Hb, first)
-        self._record(p, span, Hb)
+        self.record(p, span, Hb)
         return f
 
     def fixed(self, p, H0):
@@ -91,10 +91,10 @@ class Run:
         if self.spans is None:
             return self.method.fixed(self, p, H0)
         H, span = self.method.fixed_span(self, p, H0)
-        self._record(p, span, H0)
+        self.record(p, span, H0)
         return H
 
-    def _record(self, p, span, Hb):
+    def record(self, p, span, Hb):
         "Column `p`'s next update, and (once per sweep) the columns at its replay rows: each column moves once a sweep."
         seen = self.spans.setdefault(p, [])
         rows = self.method.replay_rows(self, Hb.shape[0])
