@@ -108,11 +108,23 @@ def _map_rows(self, X, B, u, block_products="float64"):
 DaskBackend.stats, DaskBackend.rmatvec, DaskBackend.map_rows = _stats, _rmatvec, _map_rows
 
 # %% ../nbs/07g_distributed.ipynb #dffe82b8
+def _chunk_range(c):
+    "One chunk's columns' (min, max) (1, 2, P), in one task."
+    return np.stack([c.min(axis=0), c.max(axis=0)])[None]
+
+def _chunk_moments(c, s):
+    "One chunk's columns' (count, mean, centred sum of squares) of `c` / `s` (1, 3, P), in one task."
+    z = c / s
+    m = z.mean(axis=0)
+    return np.stack([np.full_like(m, len(z)), m, ((z - m) ** 2).sum(axis=0)])[None]
+
 def column_stats(V, # a row-chunked Dask array (N, P) (`row_chunks`)
                  name: str = "X", # the argument's name, quoted in errors
                 ) -> NormStats: # the columns' means and population standard deviations
     "Every column's mean and std of a row-chunked Dask array, as `NormStats.of`: ranges and checks first, then moments of V / scale."
-    lo, hi = da.compute(V.min(axis=0), V.max(axis=0))
+    rng = V.map_blocks(_chunk_range, chunks=((1,) * V.numblocks[0], (2,), V.chunks[1]), new_axis=1,
+                       dtype=np.float64).compute()                     # (C, 2, P): one task and (2, P) per chunk
+    lo, hi = rng[:, 0].min(axis=0), rng[:, 1].max(axis=0)
     bad = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
     if bad.size:
         row = int(da.argmax(~da.isfinite(V[:, bad[0]])).compute())
@@ -123,13 +135,25 @@ def column_stats(V, # a row-chunked Dask array (N, P) (`row_chunks`)
     const = np.flatnonzero(hi - lo <= 1e-12 * s)
     if const.size:
         raise ValueError(f"`{name}` column {const[0]} is constant: it carries no information. Remove it.")
-    mean, std = da.compute((V / s).mean(axis=0), (V / s).std(axis=0))
-    return NormStats(s * mean, s * std)
+    parts = V.map_blocks(_chunk_moments, s, chunks=((1,) * V.numblocks[0], (3,), V.chunks[1]), new_axis=1,
+                         dtype=np.float64).compute()                   # (C, 3, P): count, mean, centred sum of squares
+    n, mean, m2 = parts[0]
+    for k, mk, m2k in parts[1:]:                                       # Chan et al.'s update, in chunk order
+        d, n1 = mk - mean, n + k
+        mean, m2, n = mean + d * (k / n1), m2 + m2k + d * d * (n * k / n1), n1
+    return NormStats(s * mean, s * np.sqrt(m2 / n))
 
 # %% ../nbs/07g_distributed.ipynb #a48b3e82
+def _chunk_r(c):
+    "One chunk's R factor (min(n, P), P) of its QR decomposition ($R_c^\\top R_c = H_c^\\top H_c$), Q never formed."
+    return np.linalg.qr(c, mode="r")
+
 def _geometry(H0, h: int, ard: bool, n: int) -> np.ndarray:
     "The (P, P) weights, after the references' collinearity check, from the R factor of $H^0$ ($R^\\top R = H^{0\\top}H^0$)."
-    R = da.linalg.qr(H0)[1].compute()
+    Rs = H0.map_blocks(_chunk_r, chunks=(tuple(min(n_c, H0.shape[1]) for n_c in H0.chunks[0]), H0.chunks[1]),
+                       dtype=np.float64).compute()                      # each chunk's R factor, in one task
+    with one_blas_thread():
+        R = np.linalg.qr(Rs, mode="r")                                  # R^T R = sum of the chunks' R_c^T R_c
     P = R.shape[1]
     if P > h:
         check_collinear(R[:, h:], "references", normalized=True)    # the columns of R: the geometry of H^0's
