@@ -46,12 +46,14 @@ def _chunk_gram(Xc, Fc=None, *, B, block_rows=None):
     M, KF, ks = gram_stats(Xc, B, Fc if k else np.ones(len(Xc)), block_rows=block_rows, n_threads=1)
     return np.c_[M, KF.reshape(len(B), -1)[:, :k], ks][None]
 
+_PREP_ROWS = 65_536   # rows of a chunk mapped by `prep` at a time: a task's temporaries stay a few MB whatever the chunk
+
 def _on_chunk(B, prep, fn, Xc, Vc=None, *, block_rows=None):
-    """`fn` of one row chunk in one task: `prep` (None or a function of the chunk's rows giving (features, `Vc`)) first,
-    so that only the chunk's N'-sized sums leave the task."""
-    if prep is not None:
-        Xc, Vc = prep(Xc)
-    return fn(Xc, Vc, B=B, block_rows=block_rows)
+    """`fn` of one row chunk in one task: `prep` (None or a function of rows giving (features, `Vc`)) first, on
+    `_PREP_ROWS` rows at a time whose sums are added in row order, so only the chunk's N'-sized sums leave the task."""
+    if prep is None:
+        return fn(Xc, Vc, B=B, block_rows=block_rows)
+    return sum(fn(*prep(Xc[i:i + _PREP_ROWS]), B=B, block_rows=block_rows) for i in range(0, len(Xc), _PREP_ROWS))
 
 def _chunk_rmatvec(Xc, Vc, *, B, block_rows=None):
     "One chunk's K^T V (1, N', k), the kernel streamed block by block (never stored)."
@@ -177,9 +179,12 @@ class _ColumnRows:
 
 def _chunk_iterate(c, cr, a, u, B, block_rows):
     "One chunk's [K u, a f + K u] (n, 2) from its raw rows `c` (`cr`: a `_ColumnRows`), in one task."
-    Xc, f = cr(c)
-    Ku = kernel_matvec(Xc, B, u, block_rows=block_rows, n_threads=1)
-    return np.c_[Ku, a * f[:, 0] + Ku]
+    out = np.empty((len(c), 2))
+    for i in range(0, len(c), _PREP_ROWS):                            # a few MB of temporaries whatever the chunk
+        Xc, f = cr(c[i:i + _PREP_ROWS])
+        out[i:i + len(f), 0] = kernel_matvec(Xc, B, u, block_rows=block_rows, n_threads=1)
+        out[i:i + len(f), 1] = a * f[:, 0] + out[i:i + len(f), 0]
+    return out
 
 def _column_span(run, p: int, H0, Hb, backend, rows=None) -> KernelSpan:
     """Target column `p`'s fixed run as its last iterate's `KernelSpan`: statistics in one pass, the iterate's mean and
