@@ -116,9 +116,13 @@ def _chunk_range(c):
 
 def _chunk_moments(c, s):
     "One chunk's columns' (count, mean, centred sum of squares) of `c` / `s` (1, 3, P), in one task."
-    z = c / s
-    m = z.mean(axis=0)
-    return np.stack([np.full_like(m, len(z)), m, ((z - m) ** 2).sum(axis=0)])[None]
+    n, mean, m2 = 0, 0.0, 0.0
+    for i in range(0, len(c), _PREP_ROWS):                           # Chan et al.'s update over pieces, in row order
+        z = c[i:i + _PREP_ROWS] / s
+        k, mk = len(z), z.mean(axis=0)
+        d, n1 = mk - mean, n + k
+        mean, m2, n = mean + d * (k / n1), m2 + ((z - mk) ** 2).sum(axis=0) + d * d * (n * k / n1), n1
+    return np.stack([np.full_like(mean, n), mean, m2])[None]
 
 def column_stats(V, # a row-chunked Dask array (N, P) (`row_chunks`)
                  name: str = "X", # the argument's name, quoted in errors
@@ -146,13 +150,16 @@ def column_stats(V, # a row-chunked Dask array (N, P) (`row_chunks`)
     return NormStats(s * mean, s * np.sqrt(m2 / n))
 
 # %% ../nbs/07g_distributed.ipynb #a48b3e82
-def _chunk_r(c):
-    "One chunk's R factor (min(n, P), P) of its QR decomposition ($R_c^\\top R_c = H_c^\\top H_c$), Q never formed."
-    return np.linalg.qr(c, mode="r")
+def _chunk_r(c, rows=None):
+    """One chunk's R factor (min(n, P), P) ($R_c^\\top R_c = H_c^\\top H_c$, Q never formed) of `rows`(c) (None: c),
+    from the stacked R factors of its pieces of `_PREP_ROWS` rows."""
+    f = (lambda x: x) if rows is None else rows
+    return np.linalg.qr(np.vstack([np.linalg.qr(f(c[i:i + _PREP_ROWS]), mode="r") for i in range(0, len(c), _PREP_ROWS)]),
+                        mode="r")
 
-def _geometry(H0, h: int, ard: bool, n: int) -> np.ndarray:
+def _geometry(H0, h: int, ard: bool, n: int, rows=None) -> np.ndarray:
     "The (P, P) weights, after the references' collinearity check, from the R factor of $H^0$ ($R^\\top R = H^{0\\top}H^0$)."
-    Rs = H0.map_blocks(_chunk_r, chunks=(tuple(min(n_c, H0.shape[1]) for n_c in H0.chunks[0]), H0.chunks[1]),
+    Rs = H0.map_blocks(_chunk_r, rows, chunks=(tuple(min(n_c, H0.shape[1]) for n_c in H0.chunks[0]), H0.chunks[1]),
                        dtype=np.float64).compute()                      # each chunk's R factor, in one task
     with one_blas_thread():
         R = np.linalg.qr(Rs, mode="r")                                  # R^T R = sum of the chunks' R_c^T R_c
@@ -259,7 +266,7 @@ def fit_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask Data
     order = cols + [j for j in range(P) if j not in cols]              # targets first, as the replay reads rows
     norm = column_stats(V[:, order])
     H0 = V.map_blocks(_Forward(order, norm, N), dtype=np.float64)      # H^0's rows, as new rows are mapped
-    run = m.run(_geometry(H0, h, o.ard, N), m.basis_rows(N, o.rng),
+    run = m.run(_geometry(V, h, o.ard, N, _Forward(order, norm, N)), m.basis_rows(N, o.rng),
                 {p: ColumnPlan(m.noise, m.kernel_scale, o.n_iter) for p in range(h)})
     Hb = H0[run.basis].compute()                                        # the basis rows: N' of them
     be = DaskBackend(split_every)
