@@ -51,7 +51,7 @@ from predictability import Combiner  # noqa: E402
 from predictability.distributed import transform_dask  # noqa: E402
 
 SETTINGS = dict(joint=False, noise=0.1, kernel_scale=1.0, n_iter=5, n_basis=300)   # fixed: no label-free choice
-PASSES = {"chunk_gram": "kernel statistics", "kernel_matvec": "K u (iterate's mean, norm)",   # the first kind found
+PASSES = {"chunk_gram": "kernel statistics", "chunk_iterate": "K u (iterate's mean, norm)",   # the first kind found
           "store-map": "transform", "chunk_min": "column ranges", "mean_chunk": "column moments",   # names the pass
           "shuffle": "basis rows", "qr": "tall-skinny QR", "negative": "empty tasks"}
 SCALE = dict(rows=10**8, P=500, workers=100, chunk_rows=10**5)

@@ -9,6 +9,7 @@ __all__ = ['row_chunks', 'DaskBackend', 'column_stats', 'DaskFit', 'fit_dask', '
 from dataclasses import dataclass
 
 import numpy as np
+import dask
 import dask.array as da
 import dask.dataframe as dd
 from sklearn.utils.validation import check_is_fitted
@@ -45,6 +46,15 @@ def _chunk_gram(Xc, Fc=None, *, B, block_rows=None):
     M, KF, ks = gram_stats(Xc, B, Fc if k else np.ones(len(Xc)), block_rows=block_rows, n_threads=1)
     return np.c_[M, KF.reshape(len(B), -1)[:, :k], ks][None]
 
+_PREP_ROWS = 65_536   # rows of a chunk mapped by `prep` at a time: a task's temporaries stay a few MB whatever the chunk
+
+def _on_chunk(B, prep, fn, Xc, Vc=None, *, block_rows=None):
+    """`fn` of one row chunk in one task: `prep` (None or a function of rows giving (features, `Vc`)) first, on
+    `_PREP_ROWS` rows at a time whose sums are added in row order, so only the chunk's N'-sized sums leave the task."""
+    if prep is None:
+        return fn(Xc, Vc, B=B, block_rows=block_rows)
+    return sum(fn(*prep(Xc[i:i + _PREP_ROWS]), B=B, block_rows=block_rows) for i in range(0, len(Xc), _PREP_ROWS))
+
 def _chunk_rmatvec(Xc, Vc, *, B, block_rows=None):
     "One chunk's K^T V (1, N', k), the kernel streamed block by block (never stored)."
     st = KernelStats(None, None, None, None, "streamed", Xc, B, backend=CPUBackend(1, block_rows, max_kernel_mb=0))
@@ -64,11 +74,14 @@ class DaskBackend(Backend):
             raise ValueError(f"`split_every` must be an integer >= 2; got {split_every!r}.")
         self.split_every = int(split_every)
 
-    def _sum(self, fn, X, V, B, width):
-        "The sum over `X`'s row chunks of fn(X_c, V_c) (1, N', width): a tree of fixed shape, the same for any scheduling."
+    def _sum(self, fn, X, V, B, width, prep=None):
+        """The sum over `X`'s row chunks of fn(X_c, V_c) (1, N', width), each chunk in one task (after `prep`, if given:
+        see `_on_chunk`); `B` (and `prep`) one object of the graph, sent to each worker once. A tree of fixed shape."""
         args = (X, "cd") if V is None else (X, "cd", V.rechunk({0: X.chunks[0], 1: -1}), "ck")
-        parts = da.blockwise(fn, "cij", *args, B=B, block_rows=self.block_rows, new_axes={"i": len(B), "j": width},
-                             adjust_chunks={"c": 1}, concatenate=True, dtype=np.float64, meta=np.empty((0, 0, 0)))
+        once = [dask.delayed(v, pure=True) for v in (B, prep)]
+        parts = da.blockwise(_on_chunk, "cij", once[0], None, once[1], None, fn, None, *args, block_rows=self.block_rows,
+                             new_axes={"i": len(B), "j": width}, adjust_chunks={"c": 1}, concatenate=True,
+                             token=fn.__name__.strip("_"), dtype=np.float64, meta=np.empty((0, 0, 0)))
         return parts.sum(axis=0, split_every=self.split_every).compute()
 
 # %% ../nbs/07g_distributed.ipynb #09af70b1
@@ -97,11 +110,27 @@ def _map_rows(self, X, B, u, block_products="float64"):
 DaskBackend.stats, DaskBackend.rmatvec, DaskBackend.map_rows = _stats, _rmatvec, _map_rows
 
 # %% ../nbs/07g_distributed.ipynb #dffe82b8
+def _chunk_range(c):
+    "One chunk's columns' (min, max) (1, 2, P), in one task."
+    return np.stack([c.min(axis=0), c.max(axis=0)])[None]
+
+def _chunk_moments(c, s):
+    "One chunk's columns' (count, mean, centred sum of squares) of `c` / `s` (1, 3, P), in one task."
+    n, mean, m2 = 0, 0.0, 0.0
+    for i in range(0, len(c), _PREP_ROWS):                           # Chan et al.'s update over pieces, in row order
+        z = c[i:i + _PREP_ROWS] / s
+        k, mk = len(z), z.mean(axis=0)
+        d, n1 = mk - mean, n + k
+        mean, m2, n = mean + d * (k / n1), m2 + ((z - mk) ** 2).sum(axis=0) + d * d * (n * k / n1), n1
+    return np.stack([np.full_like(mean, n), mean, m2])[None]
+
 def column_stats(V, # a row-chunked Dask array (N, P) (`row_chunks`)
                  name: str = "X", # the argument's name, quoted in errors
                 ) -> NormStats: # the columns' means and population standard deviations
     "Every column's mean and std of a row-chunked Dask array, as `NormStats.of`: ranges and checks first, then moments of V / scale."
-    lo, hi = da.compute(V.min(axis=0), V.max(axis=0))
+    rng = V.map_blocks(_chunk_range, chunks=((1,) * V.numblocks[0], (2,), V.chunks[1]), new_axis=1,
+                       dtype=np.float64).compute()                     # (C, 2, P): one task and (2, P) per chunk
+    lo, hi = rng[:, 0].min(axis=0), rng[:, 1].max(axis=0)
     bad = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
     if bad.size:
         row = int(da.argmax(~da.isfinite(V[:, bad[0]])).compute())
@@ -112,13 +141,28 @@ def column_stats(V, # a row-chunked Dask array (N, P) (`row_chunks`)
     const = np.flatnonzero(hi - lo <= 1e-12 * s)
     if const.size:
         raise ValueError(f"`{name}` column {const[0]} is constant: it carries no information. Remove it.")
-    mean, std = da.compute((V / s).mean(axis=0), (V / s).std(axis=0))
-    return NormStats(s * mean, s * std)
+    parts = V.map_blocks(_chunk_moments, s, chunks=((1,) * V.numblocks[0], (3,), V.chunks[1]), new_axis=1,
+                         dtype=np.float64).compute()                   # (C, 3, P): count, mean, centred sum of squares
+    n, mean, m2 = parts[0]
+    for k, mk, m2k in parts[1:]:                                       # Chan et al.'s update, in chunk order
+        d, n1 = mk - mean, n + k
+        mean, m2, n = mean + d * (k / n1), m2 + m2k + d * d * (n * k / n1), n1
+    return NormStats(s * mean, s * np.sqrt(m2 / n))
 
 # %% ../nbs/07g_distributed.ipynb #a48b3e82
-def _geometry(H0, h: int, ard: bool, n: int) -> np.ndarray:
+def _chunk_r(c, rows=None):
+    """One chunk's R factor (min(n, P), P) ($R_c^\\top R_c = H_c^\\top H_c$, Q never formed) of `rows`(c) (None: c),
+    from the stacked R factors of its pieces of `_PREP_ROWS` rows."""
+    f = (lambda x: x) if rows is None else rows
+    return np.linalg.qr(np.vstack([np.linalg.qr(f(c[i:i + _PREP_ROWS]), mode="r") for i in range(0, len(c), _PREP_ROWS)]),
+                        mode="r")
+
+def _geometry(H0, h: int, ard: bool, n: int, rows=None) -> np.ndarray:
     "The (P, P) weights, after the references' collinearity check, from the R factor of $H^0$ ($R^\\top R = H^{0\\top}H^0$)."
-    R = da.linalg.qr(H0)[1].compute()
+    Rs = H0.map_blocks(_chunk_r, rows, chunks=(tuple(min(n_c, H0.shape[1]) for n_c in H0.chunks[0]), H0.chunks[1]),
+                       dtype=np.float64).compute()                      # each chunk's R factor, in one task
+    with one_blas_thread():
+        R = np.linalg.qr(Rs, mode="r")                                  # R^T R = sum of the chunks' R_c^T R_c
     P = R.shape[1]
     if P > h:
         check_collinear(R[:, h:], "references", normalized=True)    # the columns of R: the geometry of H^0's
@@ -128,15 +172,40 @@ def _geometry(H0, h: int, ard: bool, n: int) -> np.ndarray:
     return w
 
 # %% ../nbs/07g_distributed.ipynb #09c99ab7
-def _column_span(run, p: int, H0, Hb, backend) -> KernelSpan:
-    "Target column `p`'s fixed run as its last iterate's `KernelSpan`: statistics in one pass, the iterate's mean and norm in another."
-    N, plan = H0.shape[0], run.plans[p]
+@dataclass(frozen=True)
+class _ColumnRows:
+    "Target column `p`'s (features, target) of a chunk of $H^0$ (mapped first by `rows`, if given): a picklable function."
+    run: Run
+    p: int
+    N: int
+    rows: object = None
+
+    def __call__(self, c):
+        H = c if self.rows is None else self.rows(c)
+        return self.run.features(self.p, H, self.N), H[:, self.p:self.p + 1]
+
+def _chunk_iterate(c, cr, a, u, B, block_rows):
+    "One chunk's [K u, a f + K u] (n, 2) from its raw rows `c` (`cr`: a `_ColumnRows`), in one task."
+    out = np.empty((len(c), 2))
+    for i in range(0, len(c), _PREP_ROWS):                            # a few MB of temporaries whatever the chunk
+        Xc, f = cr(c[i:i + _PREP_ROWS])
+        out[i:i + len(f), 0] = kernel_matvec(Xc, B, u, block_rows=block_rows, n_threads=1)
+        out[i:i + len(f), 1] = a * f[:, 0] + out[i:i + len(f), 0]
+    return out
+
+def _column_span(run, p: int, H0, Hb, backend, rows=None) -> KernelSpan:
+    """Target column `p`'s fixed run as its last iterate's `KernelSpan`: statistics in one pass, the iterate's mean and
+    norm in another; `H0`'s chunks are mapped by `rows` (a function of a chunk giving $H^0$'s rows, or None) in the same task."""
+    N, plan, n = H0.shape[0], run.plans[p], len(Hb)
     B = run.features(p, Hb, N)
-    X = H0.map_blocks(lambda c: run.features(p, c, N), chunks=(H0.chunks[0], (B.shape[1],)), dtype=np.float64)
-    st = backend.stats(X, B, H0[:, p])
+    S = backend._sum(_chunk_gram, H0, None, B, n + 2, prep=_ColumnRows(run, p, N, rows))
+    with one_blas_thread():
+        st = KernelStats(np.ascontiguousarray(S[:, :n]), S[:, -1].copy(), gaussian_kernel(B, B), S[:, n].copy(),
+                         backend.layout, H0, B, backend=backend)
     alpha, U = span_coordinates(st, st.kf, plan.n_iter, noise=plan.noise, lam=run.method.lam)
-    Ku = backend.map_rows(X, B, U[:, -1])
-    mean, var = da.compute(Ku.mean(), (alpha[-1] * H0[:, p] + Ku).var())
+    Y = H0.map_blocks(_chunk_iterate, _ColumnRows(run, p, N, rows), alpha[-1], U[:, -1], B, backend.block_rows,
+                      chunks=(H0.chunks[0], (2,)), dtype=np.float64, token="chunk_iterate")
+    mean, var = da.compute(Y[:, 0].mean(), Y[:, 1].var())       # K u's mean; the iterate alpha f + K u's variance
     nrm = np.sqrt(N * var)
     return KernelSpan(alpha[-1] / nrm, U[:, -1] / nrm, -mean / nrm)
 
@@ -169,6 +238,16 @@ def _reported(run, h: int, one: bool, ard: bool) -> tuple:
     return params, (run.weights[0, 1:] if one else run.weights[:h]).copy() if ard else None
 
 # %% ../nbs/07g_distributed.ipynb #3d67b53c
+@dataclass(frozen=True)
+class _Forward:
+    "$H^0$'s rows of a chunk of `X`'s rows: its columns in `order`, then `norm.forward` (a picklable function)."
+    order: list
+    norm: NormStats
+    N: int
+
+    def __call__(self, c):
+        return self.norm.forward(c[:, self.order], self.N)
+
 def fit_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask DataFrame
              cols: list, # the target columns' positions (`target_columns`)
              o: Options, # the checked settings (`combine_options`)
@@ -184,14 +263,14 @@ def fit_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask Data
                          "out of `targets`, or fit on rows in memory.")
     m = _check_settings(o)
     m.check_problem(N)
-    V = V[:, cols + [j for j in range(P) if j not in cols]]            # targets first, as the replay reads rows
-    norm = column_stats(V)
-    H0 = V.map_blocks(norm.forward, N, dtype=np.float64)               # H^0's rows, as new rows are mapped
-    run = m.run(_geometry(H0, h, o.ard, N), m.basis_rows(N, o.rng),
+    order = cols + [j for j in range(P) if j not in cols]              # targets first, as the replay reads rows
+    norm = column_stats(V[:, order])
+    H0 = V.map_blocks(_Forward(order, norm, N), dtype=np.float64)      # H^0's rows, as new rows are mapped
+    run = m.run(_geometry(V, h, o.ard, N, _Forward(order, norm, N)), m.basis_rows(N, o.rng),
                 {p: ColumnPlan(m.noise, m.kernel_scale, o.n_iter) for p in range(h)})
     Hb = H0[run.basis].compute()                                        # the basis rows: N' of them
     be = DaskBackend(split_every)
-    run.spans, run.rows_at = {p: [_column_span(run, p, H0, Hb, be)] for p in range(h)}, {0: Hb}
+    run.spans, run.rows_at = {p: [_column_span(run, p, V, Hb, be, _Forward(order, norm, N))] for p in range(h)}, {0: Hb}
     return DaskFit(run, norm, N, *_reported(run, h, one, o.ard))
 
 # %% ../nbs/07g_distributed.ipynb #46c29e3c
