@@ -11,7 +11,7 @@ import dask.array as da
 
 from .ard import fit_ard_joint_gram
 from .combination import Options
-from .distributed import DaskBackend, DaskFit, column_stats, row_chunks
+from .distributed import DaskBackend, DaskFit, prepare_chunks
 from .lpc import check_collinear
 from .methods import NPC, ColumnPlan
 from .nystrom import KernelSpan, span_coordinates
@@ -57,15 +57,8 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
                    split_every: int = 8, # chunks' sums added per node of the reduction trees
                   ) -> DaskFit:
     "The joint fit of `Combiner.fit` from the row chunks of `X`: $H^t$ persisted on the workers, $N'$ rows a sweep to the client."
-    V = row_chunks(X)
-    (N, P), h = V.shape, len(cols)
-    if h == P:
-        raise ValueError("a fit from Dask chunks improves targets from references: leave at least one column of `X` "
-                         "out of `targets`, or fit on rows in memory.")
-    m = _check_joint(o)
-    m.check_problem(N)
-    V = V[:, cols + [j for j in range(P) if j not in cols]]            # targets first, as the replay reads rows
-    norm = column_stats(V)
+    V, order, norm, m = prepare_chunks(X, cols, o, _check_joint)
+    (N, P), h, V = V.shape, len(cols), V[:, order]                    # targets first, as the replay reads rows
     H = V.map_blocks(norm.forward, N, dtype=np.float64).persist()      # H^0
     run = m.run(_joint_weights(H, h, o.ard, N), m.basis_rows(N, o.rng),
                 {p: ColumnPlan(m.noise, m.kernel_scale, o.n_iter) for p in range(P)})
