@@ -114,10 +114,14 @@ def _weighs(run, p, q) -> bool:
     "Is column `q` in column `p`'s kernel (a column weighing 0 is not)?"
     return run.weights is None or run.weights[p, q] > 0
 
+def _unmoved(run, p, moving) -> bool:
+    "Does none of column `p`'s references move among the columns `moving`?"
+    return not any(_weighs(run, p, q) for q in moving if q != p)
+
 def _still_references(run):
     "The moving columns none of whose references moves: their sweeps are their fixed runs."
     moving = [q for q, plan in run.plans.items() if plan.n_iter > 0]
-    return [p for p in moving if not any(_weighs(run, p, q) for q in moving if q != p)]
+    return [p for p in moving if _unmoved(run, p, moving)]
 
 def _joint_sweeps(run, Hbar, F2, n_sweeps, stats, bar, columns):
     """Algorithm 1's sweeps: every planned column from $H^t$, each for its own number of sweeps; the targets' history.
@@ -131,8 +135,7 @@ def _joint_sweeps(run, Hbar, F2, n_sweeps, stats, bar, columns):
     for t in bar(range(n_sweeps)):
         moving = [p for p, plan in run.plans.items() if t < plan.n_iter]
         cols = [p for p in moving if p not in fixed]
-        run.keep = set() if rec or not columns.keeps else \
-            {p for p in cols if not any(_weighs(run, p, q) for q in moving if q != p)}
+        run.keep = set() if rec or not columns.keeps else {p for p in cols if _unmoved(run, p, moving)}
         Hbar = columns.sweep(run, Hbar, cols, t == 0)
         for p in (p for p in moving if p in fixed):
             Hbar[:, p] = fixed[p][t + 1]       # read by the others from the next sweep on, as a step's result is
