@@ -9,24 +9,10 @@ __all__ = ['fit_joint_dask']
 import numpy as np
 import dask.array as da
 
-from .ard import fit_ard_joint_gram
 from .combination import Options
-from .distributed import DaskBackend, DaskFit, prepare_chunks
-from .lpc import check_collinear
+from .distributed import DaskBackend, DaskFit, chunk_weights, prepare_chunks
 from .methods import NPC, ColumnPlan
 from .nystrom import KernelSpan, span_coordinates
-
-# %% ../nbs/07i_joint_chunks.ipynb #eef7b4f8
-def _joint_weights(H0, h: int, ard: bool, n: int) -> np.ndarray:
-    "The (P, P) weights of a joint fit, every row fitted (ARD from the R factor of $H^0$: $R^\\top R = H^{0\\top}H^0$)."
-    R = da.linalg.qr(H0)[1].compute()
-    P = R.shape[1]
-    if P > h:
-        check_collinear(R[:, h:], "references", normalized=True)
-    if ard:
-        return fit_ard_joint_gram(n * (R.T @ R), n)
-    w = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(w, 0.0)
-    return w
 
 # %% ../nbs/07i_joint_chunks.ipynb #6390b100
 def _step_span(run, p: int, Ht, Hb, backend) -> KernelSpan:
@@ -60,7 +46,7 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
     V, order, norm, m = prepare_chunks(X, cols, o, _check_joint)
     (N, P), h, V = V.shape, len(cols), V[:, order]                    # targets first, as the replay reads rows
     H = V.map_blocks(norm.forward, N, dtype=np.float64).persist()      # H^0
-    run = m.run(_joint_weights(H, h, o.ard, N), m.basis_rows(N, o.rng),
+    run = m.run(chunk_weights(H, h, o.ard, N, every_row=True), m.basis_rows(N, o.rng),
                 {p: ColumnPlan(m.noise, m.kernel_scale, o.n_iter) for p in range(P)})
     run.spans, be = {p: [] for p in range(P)}, DaskBackend(split_every)
     for t in range(o.n_iter):
