@@ -6,7 +6,8 @@
 __all__ = ['NOISE_BOUNDS', 'WIDTH_GRID', 'WIDTH_BOUNDS', 'FIT_ROWS', 'WIDTH_TOL', 'SEARCH_BASIS', 'KAPPA', 'KAPPA_DECISIVE',
            'DECISIVE', 'NOISE_SHARE_PRIOR', 'SHARED_R2', 'DISCRETE_LEVELS', 'NystromEvidence', 'nystrom_evidence',
            'GPFit', 'fit_gp', 'RelevanceTest', 'relevance_test', 'relevance_test_widths', 'stopping_iteration',
-           'discrete_features', 'auto_kappa', 'mutual_r2', 'LabelFreeChoice', 'choose', 'peers', 'loo_mean']
+           'discrete_features', 'auto_kappa', 'mutual_r2', 'mutual_r2_gram', 'LabelFreeChoice', 'ChoiceSteps', 'choose',
+           'peers', 'loo_mean']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
 from dataclasses import dataclass, field
@@ -97,15 +98,19 @@ def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`k
                      fbar,                 # (N,) or (N, k) unit-norm, centred target(s)
                      *,
                      derivative: bool = False,  # also form the statistics of dK/dlog $\sigma_k^2$ (one more pass)
+                     sums=None,            # ($K_{GB}^\top\overline{\mathbf f}$, $\overline{\mathbf f}^\top\overline{\mathbf f}$) summed elsewhere (row chunks): `fbar` is not read (None)
                     ) -> NystromEvidence:
     "Everything the marginal likelihood (LF1) needs from the $N$-sized data, for one width and any $\\sigma^2$."
-    F = np.asarray(fbar, dtype=np.float64).reshape(stats.n, -1)
-    Y = np.sqrt(stats.n) * F
+    if sums is not None and derivative:
+        raise ValueError("`derivative=True` reads the rows of `fbar`: give `fbar`, not `sums`.")
+    F = None if sums is not None else np.asarray(fbar, dtype=np.float64).reshape(stats.n, -1)
+    Y = None if sums is not None else np.sqrt(stats.n) * F
     with one_blas_thread():
         W = stats.whitening
         S = W.congruence(stats.M - np.outer(stats.ks, stats.ks) / stats.n)
         d, U = np.linalg.eigh(S)
-        c = U.T @ W.t(stats.rmatvec(Y).reshape(-1, Y.shape[1]))
+        KY = stats.rmatvec(Y) if sums is None else np.sqrt(stats.n) * np.asarray(sums[0])   # K^T y, y = sqrt(N) fbar
+        c = U.T @ W.t(KY.reshape(len(stats.M), -1))
         deriv = None
         if derivative:
             dM, dks, dKY = _derivative_stats(stats, Y)
@@ -114,7 +119,8 @@ def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`k
             dB = -KBB * np.log(np.where(KBB > 0, KBB, 1.0))
             deriv = (U.T @ W.congruence(dMc) @ U, U.T @ W.congruence(dB) @ U, U.T @ W.t(dKY))
     floor = max(NOISE_BOUNDS[0], -100.0 * float(d.min()))   # round-off makes S indefinite by about |min eig|
-    return NystromEvidence(np.maximum(d, 0.0), U, c, (Y * Y).sum(0), stats.n, stats, F, floor, deriv)
+    yy = (Y * Y).sum(0) if sums is None else stats.n * np.atleast_1d(np.asarray(sums[1], dtype=np.float64))
+    return NystromEvidence(np.maximum(d, 0.0), U, c, yy, stats.n, stats, F, floor, deriv)
 
 # %% ../nbs/07a_labelfree.ipynb #686d5901
 FIT_ROWS = 2000    # rows on which `fit_gp` searches the width (a random subsample when N is larger)
@@ -198,6 +204,8 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
            random_state=None,    # seed or Generator for the subsample
            precision: str = "float64",  # of the kernel statistics: "float64" or "float32" (`kernel_stats`)
            backend: Backend | None = None,  # the run's back end (`make_backend`) instead of `device` and `precision`
+           sample=None,          # rows of `X1` to search the width on instead of drawing `max_rows` of them
+           evidence=None,        # a function of $\sigma_k^2$ giving the `NystromEvidence` on all N rows, when `X1` does not hold them (row chunks); None: from `X1`
           ) -> GPFit:
     "Type-II ML of $\\sigma_k^2$ (grid, then safeguarded parabolic steps, on at most `max_rows` rows) and of $\\sigma^2$ (exact 1-D search on all rows)."
     backend = resolve_backend(device, precision, backend)
@@ -205,20 +213,22 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
     n, B1 = X1.shape[0], X1[np.asarray(basis)]
     n_widths, rows, sel, cache = 0, n, None, {}
     if kernel_scale == "auto":
-        if max_rows is not None and n > max_rows:      # the evidence is a sum over rows: its maximiser is consistent
-            sel = np.sort(np.random.default_rng(random_state).choice(n, int(max_rows), replace=False))
-            fs, Xs, rows, Bs = normalize(fbar[sel], "fbar"), X1[sel], int(max_rows), X1[_search_basis(basis)]
+        if sample is not None or max_rows is not None and n > max_rows:   # the evidence is a sum over rows: its maximiser is consistent
+            sel = np.sort(np.random.default_rng(random_state).choice(n, int(max_rows), replace=False)) if sample is None \
+                else np.asarray(sample)
+            fs, Xs, rows, Bs = normalize(fbar[sel], "fbar"), X1[sel], len(sel), X1[_search_basis(basis)]
         else:
             fs, Xs, Bs = fbar, X1, B1
         lw, cache = _search_width(fs, Xs, Bs, noise, backend, max_refine)
         n_widths = len(cache)
-        if rows == n:                                  # searched on all rows: the chosen width's evidence is at hand
+        if rows == n and evidence is None:             # searched on all rows: the chosen width's evidence is at hand
             ev = cache[lw]
             (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
             return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths, ev, n, None, cache)
     else:
         lw = float(np.log(kernel_scale))
-    ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, backend), fbar)   # one pass over all N rows
+    full = evidence or (lambda w: nystrom_evidence(_stats_at(X1, B1, w, fbar, backend), fbar))
+    ev = full(np.exp(lw))                              # one pass over all N rows
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
     return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows, sel, cache)
 
@@ -363,12 +373,17 @@ def mutual_r2(X,  # (N, R) references (or any linear scaling of them)
     $R^2_j=1-1/(C^{-1})_{jj}$ with $C$ their correlations, adjusted for its $k=R-1$ predictors,
     $1-(1-R^2_j)\\frac{N-1}{N-k-1}$ (0 where $N\\le k+1$), and clipped at 0."""
     X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] < 2:
+    if X.ndim != 2 or X.shape[1] < 2 or X.shape[0] <= X.shape[1]:   # N <= k + 1: see `mutual_r2_gram`
         return 0.0
-    n, k = X.shape[0], X.shape[1] - 1
-    if n <= k + 1:                                   # as many predictors as rows: any column is fitted exactly
+    return mutual_r2_gram(_column_gram(X - X.mean(axis=0)), X.shape[0])   # syrk in row chunks (np.cov: one GEMM)
+
+def mutual_r2_gram(C,      # (R, R) the columns' centred Gram (any per-column scaling), e.g. summed over row chunks
+                   n: int, # N, the rows it sums over
+                  ) -> float:
+    "`mutual_r2` from the centred Gram of the columns alone."
+    C, k = np.asarray(C, dtype=np.float64), len(C) - 1
+    if k < 1 or n <= k + 1:                          # as many predictors as rows: any column is fitted exactly
         return 0.0
-    C = _column_gram(X - X.mean(axis=0))             # (N-1) x the covariance: syrk in row chunks (np.cov: one GEMM)
     d = np.sqrt(np.diag(C))
     C = C / np.outer(d, d)                           # the correlations
     resid = 1.0 / np.diag(np.linalg.pinv(C, hermitian=True))   # 1 - R^2_j
@@ -404,6 +419,19 @@ def _tested_rows_lr(fit: GPFit, noise) -> float:
         return max(ev.null_energy() - best(ev) for ev in fit.searched.values())
     return fit.evidence.null_energy() - fit.energy if fit.rows is None and fit.evidence.n <= FIT_ROWS else -np.inf
 
+# %% ../nbs/07a_labelfree.ipynb #f99248eb
+class ChoiceSteps:
+    "The steps of `choose` that read a column's rows, on rows in memory (a fit from row chunks overrides them)."
+    fit_gp = staticmethod(fit_gp)                             # the ML width and noise
+    relevance_test_widths = staticmethod(relevance_test_widths)   # the guard
+    mutual_r2 = staticmethod(mutual_r2)                       # the references' shared variance
+    discrete_features = staticmethod(discrete_features)       # are the references discrete?
+
+    def stop(self, fbar, fit: GPFit, max_iter: int, lam: float, kappa: float) -> tuple:
+        "(t, H): the stopping rule's iteration (`stopping_iteration`) and the (max_iter + 1, N) iterates it saw."
+        H = npc_iterate(fbar, fit.evidence.stats, max_iter, noise=fit.noise, lam=lam)
+        return stopping_iteration(H, fit.evidence, fit.noise, kappa), H
+
 # %% ../nbs/07a_labelfree.ipynb #e953b903
 def choose(fbar,                  # (N,) unit-norm, centred column
            X1,                    # (N, D) its references' features at $\sigma_k^2$ = 1
@@ -423,39 +451,39 @@ def choose(fbar,                  # (N,) unit-norm, centred column
            precision: str = "float64",  # of `fit_gp`'s kernel statistics (the relevance test's, on a subsample, are float64)
            compare_weights: bool = True,  # with `X_test`: fit on `X_test` instead when its GP explains the column better than `X1`'s
            backend: Backend | None = None,  # the run's back end (`make_backend`) instead of `device` and `precision`
+           steps: ChoiceSteps | None = None,  # the steps that read the column's rows (None: `ChoiceSteps()`, in memory)
           ) -> LabelFreeChoice:
     "The label-free choice for one column: ML $\\sigma^2,\\sigma_k^2$ (`fit_gp`), the relevance guard (`relevance_test_widths`), the stopping rule (`stopping_iteration`)."
     if isinstance(kappa, str) and kappa != "auto" or not isinstance(kappa, str) and not 0 <= check_scalar(kappa, "kappa") <= 1:
         raise ValueError(f"`kappa` must be 'auto' or a number in [0, 1] (1: never move); got {kappa!r}.")
-    rng = np.random.default_rng(random_state)          # the subsample of `fit_gp`, then the permutations
+    steps, rng = steps or ChoiceSteps(), np.random.default_rng(random_state)        # the subsample of `fit_gp`, then the permutations
     backend = resolve_backend(device, precision, backend)   # every kernel pass of the choice on it
-    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, random_state=rng, backend=backend)
-    test = relevance_test_widths(fbar, X1 if X_test is None else X_test, basis, noise=None if noise == "auto" else noise,
-                                 n_perm=n_perm, random_state=rng, rows=fit.rows, backend=backend,
-                                 evidences=fit.searched if X_test is None and backend.precision == "float64" else None)   # one subsample
+    fit = steps.fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, random_state=rng, backend=backend)
+    test = steps.relevance_test_widths(fbar, X1 if X_test is None else X_test, basis, noise=None if noise == "auto" else noise,
+                                       n_perm=n_perm, random_state=rng, rows=fit.rows, backend=backend,
+                                       evidences=fit.searched if X_test is None and backend.precision == "float64" else None)   # one subsample
     med = float(np.median(test.null))
     equal = (X_test is not None and compare_weights and n_iter == "auto" and test.p_value <= alpha
              and test.statistic > _tested_rows_lr(fit, noise))   # type-II ML between the two kernels (only if it moves)
     if equal:                                          # ARD's linear-kernel weights miss what equal weights see
-        fit = fit_gp(fbar, X_test, basis, noise=noise, kernel_scale=kernel_scale, random_state=rng, backend=backend)
+        fit = steps.fit_gp(fbar, X_test, basis, noise=noise, kernel_scale=kernel_scale, random_state=rng, backend=backend)
     why = (f"sigma^2={fit.noise:.3g}, sigma_k^2={fit.kernel_scale:.3g} ({'ML' if noise == 'auto' else 'given'}/"
            f"{'ML' if kernel_scale == 'auto' else 'given'}); evidence 2logLR={test.statistic:.1f} vs permutation "
            f"median {med:.1f} (best width of each), p={test.p_value:.2g}")
     if equal:
         why += "; the references' equal weights explain it better than ARD's, so the step uses them"
-    H, lr_step = None, fit.evidence.null_energy() - fit.energy   # 2 log LR of the GP the step uses (ARD features)
-    ev, shared = fit.evidence, mutual_r2(X1 if X_test is None else X_test)
+    H, k, lr_step = None, float("nan"), fit.evidence.null_energy() - fit.energy   # 2 log LR of the GP the step uses (ARD features)
+    ev, shared = fit.evidence, steps.mutual_r2(X1 if X_test is None else X_test)
     share = float(1.0 - (ev.c[:, 0] ** 2 / (ev.d + fit.noise)).sum() / ev.yy[0])   # s2 y'(K + s2 I)^-1 y / y'y = 1 - y'm / y'y
     if n_iter != "auto":
         t, why = int(n_iter), why + f"; n_iter={int(n_iter)} given"
     elif test.p_value > alpha:
         t, why = 0, why + f" > {alpha:g}: the references predict it no better than chance, left unchanged"
     else:
-        H = npc_iterate(fbar, fit.evidence.stats, max_iter, noise=fit.noise, lam=lam)
         decisive = min(test.statistic, lr_step) >= DECISIVE   # both: ARD can miss what the test's features see
-        discrete = discrete_features(X1)
+        discrete = steps.discrete_features(X1)
         k = auto_kappa(share, decisive, discrete, shared) if kappa == "auto" else kappa
-        t = stopping_iteration(H, fit.evidence, fit.noise, k)
+        t, H = steps.stop(fbar, fit, max_iter, lam, k)
         why += f"; stopped at iteration {t}, the closest to the GP mean plus {k:.2g} of its residual"
         if kappa == "auto":
             why += (f" (evidence {'' if decisive else 'not '}decisive: 2logLR of the test and of the step's GP "
@@ -466,7 +494,7 @@ def choose(fbar,                  # (N,) unit-norm, centred column
                 "this column cannot be told from signal and would be amplified; with a few labels, "
                 "predictability.experiments.pays.expected_gain measures whether it pays")
     return LabelFreeChoice(fit.noise, fit.kernel_scale, t, test.p_value, test.statistic, why, shared, float(lr_step),
-                           bool(equal), share, (), fit.evidence.stats, H, k if H is not None else float("nan"))
+                           bool(equal), share, (), fit.evidence.stats, H, k)
 
 # %% ../nbs/07a_labelfree.ipynb #234924d1
 def peers(target,             # (N,) the target predictor
