@@ -65,7 +65,7 @@ def _check_joint(o):
             or not isinstance(o.ard, (bool, np.bool_)):
         raise ValueError("a joint fit from Dask chunks (joint=False fits the targets only) takes method='npc' with "
                          "numbers for noise, kernel_scale and n_iter (float64 on the CPU, ard True or False); for the "
-                         "label-free defaults, fit the Combiner on rows in memory (e.g. a sample: `X[:n].compute()`) and "
+                         "label-free defaults, fit joint=False from the chunks, or fit the Combiner on rows in memory (e.g. a sample: `X[:n].compute()`) and "
                          "transform the chunks.")
     return m
 

@@ -155,7 +155,7 @@ def _fit_chunks(self, X):
     kw.pop("targets")
     o = combine_options(**kw)
     d = (fit_joint_dask if o.joint else fit_dask)(X, cols, o, one=one)
-    set_fitted(self, X, cols, one, Replay(d.run, d.norm, d.n, len(cols)), d.params, [], d.relevance)
+    set_fitted(self, X, cols, one, Replay(d.run, d.norm, d.n, len(cols)), d.params, d.choices, d.relevance)
     return self
 
 Combiner.fit_transform, Combiner.fit = _fit_transform, _fit

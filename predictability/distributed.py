@@ -7,7 +7,7 @@ __all__ = ['row_chunks', 'DaskBackend', 'column_stats', 'chunk_weights', 'DaskFi
            'transform_dask']
 
 # %% ../nbs/07g_distributed.ipynb #6e689018
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import dask
@@ -20,8 +20,9 @@ from .combination import Options
 from .core import NormStats, one_blas_thread
 from .kernels import gaussian_kernel, gram_stats, kernel_matvec
 from .kstats import Backend, CPUBackend, KernelStats
+from .labelfree_chunks import ChunkRows, chunk_plans
 from .lpc import check_collinear
-from .methods import NPC, ColumnPlan, Run
+from .methods import NPC, Run
 from .nystrom import KernelSpan, span_coordinates
 
 # %% ../nbs/07g_distributed.ipynb #f09dc5d9
@@ -220,10 +221,10 @@ def _column_span(run, p: int, H0, Hb, backend, rows=None) -> KernelSpan:
 def _check_settings(o):
     "The method of the settings `o` (`combine_options`), when this path fits them."
     m = o.method
-    if not isinstance(m, NPC) or o.joint or m.is_auto(o.n_iter) or m.precision != "float64" or m.device != "cpu" \
+    if not isinstance(m, NPC) or o.joint or m.precision != "float64" or m.device != "cpu" \
             or not isinstance(o.ard, (bool, np.bool_)):
-        raise ValueError("a fit from Dask chunks takes method='npc' with joint=False and numbers for noise, kernel_scale "
-                         "and n_iter (float64 on the CPU, ard True or False); for the label-free defaults and joint fits, "
+        raise ValueError("a fit from Dask chunks takes method='npc' with joint=False (the label-free defaults or numbers "
+                         "for noise, kernel_scale and n_iter; float64 on the CPU, ard True or False); for other settings, "
                          "fit the Combiner on rows in memory (e.g. a sample: `X[:n].compute()`) and transform the chunks.")
     return m
 
@@ -236,12 +237,15 @@ class DaskFit:
     n: int                   # N, the rows of the fit
     params: dict             # the settings used, as `CombineResult.params` reports them
     relevance: np.ndarray | None   # the relevance weights, as `CombineResult.relevance` (None without ARD)
+    choices: list = field(default_factory=list)   # the label-free choices, as `CombineResult.choices` (none: settings given)
 
-def _reported(run, h: int, one: bool, ard: bool) -> tuple:
+def _reported(run, h: int, one: bool, ard: bool, auto: bool = False) -> tuple:
     "(params, relevance) as `combine` reports them for a target-only run of `h` target columns."
     pick = lambda v: v[0] if one or len(set(v)) == 1 else list(v)
     params = dict(method=run.method.name, n_iter=max(pl.n_iter for pl in run.plans.values()), joint=False,
                   ard=bool(ard), **run.method.params(run.plans, h, pick, run.basis), device=run.method.device)
+    if auto:                                            # the label-free choices: each column's own iterations
+        params["n_iter_per_column"] = pick([run.plans[p].n_iter for p in range(h)])
     return params, (run.weights[0, 1:] if one else run.weights[:h]).copy() if ard else None
 
 # %% ../nbs/07g_distributed.ipynb #9b1f7e3a
@@ -283,13 +287,13 @@ def fit_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask Data
     "The fit of `Combiner.fit` from the row chunks of `X`, where they live: no N-sized array is gathered on the client."
     V, order, norm, m = prepare_chunks(X, cols, o, _check_settings)
     (N, P), h = V.shape, len(cols)
-    H0 = V.map_blocks(_Forward(order, norm, N), dtype=np.float64)      # H^0's rows, as new rows are mapped
-    run = m.run(chunk_weights(V, h, o.ard, N, _Forward(order, norm, N)), m.basis_rows(N, o.rng),
-                {p: ColumnPlan(m.noise, m.kernel_scale, o.n_iter) for p in range(h)})
-    Hb = H0[run.basis].compute()                                        # the basis rows: N' of them
-    be = DaskBackend(split_every)
-    run.spans, run.rows_at = {p: [_column_span(run, p, V, Hb, be, _Forward(order, norm, N))] for p in range(h)}, {0: Hb}
-    return DaskFit(run, norm, N, *_reported(run, h, one, o.ard))
+    fwd = _Forward(order, norm, N)                                     # H^0's rows of a chunk, as new rows are mapped
+    weights, basis, be = chunk_weights(V, h, o.ard, N, fwd), m.basis_rows(N, o.rng), DaskBackend(split_every)
+    Hb = V.map_blocks(fwd, dtype=np.float64)[basis].compute()          # H^0's basis rows: N' of them
+    plans, choices = chunk_plans(m, ChunkRows(V, fwd, basis, Hb, be), h, weights, o)   # the label-free choices if 'auto'
+    run = m.run(weights, basis, plans)
+    run.spans, run.rows_at = {p: [_column_span(run, p, V, Hb, be, fwd)] for p in range(h)}, {0: Hb}
+    return DaskFit(run, norm, N, *_reported(run, h, one, o.ard, m.is_auto(o.n_iter)), choices)
 
 # %% ../nbs/07g_distributed.ipynb #46c29e3c
 def _transform_block(block, combiner, block_info=None):
