@@ -22,7 +22,7 @@ from .kernels import gaussian_kernel, gram_stats, kernel_matvec
 from .kstats import Backend, CPUBackend, KernelStats
 from .labelfree_chunks import ChunkRows, chunk_plans
 from .lpc import check_collinear
-from .methods import NPC, Run
+from .methods import NPC, ColumnPlan, Run
 from .nystrom import KernelSpan, span_coordinates
 
 # %% ../nbs/07g_distributed.ipynb #f09dc5d9

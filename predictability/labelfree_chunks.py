@@ -5,8 +5,7 @@
 # %% auto #0
 __all__ = ['span_cosines', 'Features', 'ChunkRows', 'ChunkSteps', 'chunk_plans']
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #5836e2d4
-import warnings
+# %% ../nbs/07j_labelfree_chunks.ipynb #647425ed
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -15,13 +14,13 @@ import numpy as np
 
 from .ard import fit_ard_joint_gram
 from .blocks import _check_weights, _scaled_columns
-from .labelfree import (DISCRETE_LEVELS, FIT_ROWS, ChoiceSteps, LabelFreeChoice, NystromEvidence, choose,
-                                      fit_gp, mutual_r2_gram, nystrom_evidence, relevance_test_widths)
+from .labelfree import (DISCRETE_LEVELS, FIT_ROWS, ChoiceSteps, NystromEvidence, choose, fit_gp,
+                                      mutual_r2_gram, nystrom_evidence, relevance_test_widths)
 from .kstats import KernelStats
-from .methods import ColumnPlan
+from .methods import ColumnPlan, exclude_near_copy
 from .nystrom import span_coordinates
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #0b70e439
+# %% ../nbs/07j_labelfree_chunks.ipynb #30028c0f
 def span_cosines(gram: np.ndarray,   # (T + 3, T + 3) $A^\top A$, $A=[K\mathbf u_0..K\mathbf u_T, K\mathbf v, \overline{\mathbf f}]$
                  sums: np.ndarray,   # (T + 3,) $A^\top\mathbf 1$
                  n: int,             # N
@@ -37,7 +36,7 @@ def span_cosines(gram: np.ndarray,   # (T + 3, T + 3) $A^\top A$, $A=[K\mathbf u
     hh = np.einsum("it,ij,jt->t", E, Q, E)
     return E.T @ Q @ b / np.sqrt(np.maximum(hh, np.finfo(float).tiny) * (b @ Q @ b))
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #8078035a
+# %% ../nbs/07j_labelfree_chunks.ipynb #c1cbdb9f
 @dataclass(frozen=True, eq=False)
 class Features:
     "A column's kernel inputs at $\\sigma_k^2=1$ from rows of $H^0$: its references `cols` times $\\sqrt{N\\mathbf w}$ (a picklable function)."
@@ -52,7 +51,7 @@ class Features:
     def __call__(self, H):
         return _scaled_columns(np.ascontiguousarray(H[:, list(self.cols)]), self.scales)
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #8f8f09ee
+# %% ../nbs/07j_labelfree_chunks.ipynb #95d484e8
 @dataclass(frozen=True, eq=False)
 class _Mapped:
     "Rows of a raw chunk mapped to $H^0$ (`forward`), then to `Features` divided by `s`, or to column `p` (a picklable function)."
@@ -79,7 +78,7 @@ def _chunk_levels(c, forward, features, cap):
         out[0, :len(u), j] = u
     return out
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #c9e582e9
+# %% ../nbs/07j_labelfree_chunks.ipynb #04454782
 class ChunkRows:
     "What a fit from row chunks holds of $H^0$ on the client: the basis rows, the Gram and column sums, the rows gathered."
     def __init__(self, V,        # the raw predictors, a row-chunked Dask array (N, P)
@@ -100,8 +99,8 @@ class ChunkRows:
                          dtype=np.float64)
         return S.sum(axis=0, split_every=self.backend.split_every).compute()
 
-    gram = property(lambda self: self._gram_sums[:-1], doc="$H^{0\top}H^0$ (P, P).")
-    sums = property(lambda self: self._gram_sums[-1], doc="$\mathbf 1^\top H^0$ (P,).")
+    gram = property(lambda self: self._gram_sums[:-1], doc="The Gram of H0's columns (P, P).")
+    sums = property(lambda self: self._gram_sums[-1], doc="The sums of H0's columns (P,).")
 
     def rows(self, idx) -> tuple:
         "(U, $H^0$ at U) for U the sorted union of the rows `idx` and the basis: at most `FIT_ROWS` + $N'$ rows."
@@ -116,7 +115,7 @@ class ChunkRows:
         c = list(cols)
         return self.gram[np.ix_(c, c)] - np.outer(self.sums[c], self.sums[c]) / self.n
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #20594bce
+# %% ../nbs/07j_labelfree_chunks.ipynb #0b62a347
 class ChunkSteps(ChoiceSteps):
     "The steps of `choose` over row chunks (`ChunkRows`): `fbar` is a column's position in $H^0$, `X1` and `X_test` are `Features`."
     def __init__(self, rows: ChunkRows): self.src = rows
@@ -135,7 +134,7 @@ class ChunkSteps(ChoiceSteps):
         st = src.backend.stats(X, features(src.Hb) / s, f)
         return nystrom_evidence(st, None, sums=(st.kf, src.gram[p, p]))
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #454c5959
+# %% ../nbs/07j_labelfree_chunks.ipynb #c40d222d
 def _fit_gp(self, p, features, basis, *, noise, kernel_scale, random_state, backend):
     "`fit_gp` of column `p`: the width searched on gathered rows drawn as in memory, the evidence on all rows from chunks."
     n, auto = self.src.n, kernel_scale == "auto"
@@ -160,7 +159,7 @@ def _relevance(self, p, features, basis, *, noise, n_perm, random_state, rows, b
 
 ChunkSteps.fit_gp, ChunkSteps.relevance_test_widths = _fit_gp, _relevance
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #d8b99f06
+# %% ../nbs/07j_labelfree_chunks.ipynb #bde6c13a
 def _mutual_r2(self, features: Features) -> float:
     "`mutual_r2` of the references `features` reads: from the centred Gram of $H^0$ (scale-free)."
     return mutual_r2_gram(self.src.centred_gram(features.cols), self.src.n)
@@ -190,7 +189,7 @@ def _stop(self, p, fit, max_iter, lam, kappa) -> tuple:
 
 ChunkSteps.mutual_r2, ChunkSteps.discrete_features, ChunkSteps.stop = _mutual_r2, _discrete, _stop
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #762b9d05
+# %% ../nbs/07j_labelfree_chunks.ipynb #88f4e812
 def _correlations(src: ChunkRows, cols) -> np.ndarray:
     "The correlations of the columns `cols` of $H^0$."
     C = src.centred_gram(cols)
@@ -203,7 +202,7 @@ def _choice(src, p, o, w, basis, settings):
     kw = {k: v for k, v in settings.items() if k != "ard"}
     return choose(p, Features.of(o, w, src.n), basis, X_test=ftest, steps=ChunkSteps(src), **kw)
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #99be981c
+# %% ../nbs/07j_labelfree_chunks.ipynb #53068b97
 def _near_copy(src, p, o, h, basis, settings, alpha=0.01):
     "As in memory (`combine`'s choices): (j, (choice, weights)) when reference j is a near-copy of column `p`, else (None, None)."
     refs = o[o >= h]
@@ -219,7 +218,7 @@ def _near_copy(src, p, o, h, basis, settings, alpha=0.01):
     c = _choice(src, p, rest, w if w.sum() > 0 else None, basis, settings["choose"])
     return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #659ceb4b
+# %% ../nbs/07j_labelfree_chunks.ipynb #fe9c490c
 def chunk_plans(m,            # the method (`NPC`) with its settings
                 src: ChunkRows, # $H^0$ as the fit holds it
                 h: int,       # the target columns (the first h of $H^0$)
@@ -241,7 +240,7 @@ def chunk_plans(m,            # the method (`NPC`) with its settings
         out.append(c)
     return {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter) for p, c in enumerate(out)}, out
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #bc90aea2
+# %% ../nbs/07j_labelfree_chunks.ipynb #83967434
 def _target_choice(src, p, h, weights, copies, settings):
     "Target column `p`'s choice and its references, a near-copy among them left out (`weights` and `copies` updated)."
     o = np.r_[0:p, p + 1:src.P]
@@ -254,12 +253,6 @@ def _target_choice(src, p, h, weights, copies, settings):
         weights[p] = 0.0
         weights[p, o] = w
         copies.append(j)
-        c.excluded = (int(j - h),)
-        rj = float(_correlations(src, [j, p])[0, 1])
-        c.reason = (f"reference {j - h} is a near-copy of this column (correlation {rj:.4f}: it leaves {1 - rj ** 2:.2g} "
-                    f"of it, below 3 sqrt(2/N) x the noise share {c.noise_share:.3g} that the other references' GP "
-                    "finds), so it is left out of its kernel; " + c.reason)
-        warnings.warn(f"reference {j - h} is a near-copy of target column {p} and is left out of its references "
-                      "(see `choices_`): with it, the output would be the input.", stacklevel=5)
+        exclude_near_copy(c, j, p, h, float(_correlations(src, [j, p])[0, 1]), stacklevel=5)
     c.stats = c.history = None                         # no N-sized state, nor a graph of the chunks, is kept
     return c, o

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'SCREEN_BASIS', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run',
-           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'LinearSpan', 'MTL', 'make_method']
+           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'exclude_near_copy', 'LinearSpan', 'MTL', 'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -398,6 +398,21 @@ def _near_copy(Hbar, p, o, h, choice_of, *, alpha=0.01):
     c, w = choice_of(o[o != j])
     return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
 
+def exclude_near_copy(c, # the target column's `LabelFreeChoice` on the other references
+                      j: int, # the near-copy's column
+                      p: int, # the target column
+                      h: int, # the target columns (references are numbered from h)
+                      rj: float, # their correlation
+                      stacklevel: int = 2, # of the warning, counted from the caller
+                     ):
+    "Record in `c` that reference `j` is a near-copy of target column `p`, left out of its kernel, and warn."
+    c.excluded = (int(j - h),)
+    c.reason = (f"reference {j - h} is a near-copy of this column (correlation {rj:.4f}: it leaves {1 - rj ** 2:.2g} "
+                f"of it, below 3 sqrt(2/N) x the noise share {c.noise_share:.3g} that the other references' GP "
+                "finds), so it is left out of its kernel; " + c.reason)
+    warnings.warn(f"reference {j - h} is a near-copy of target column {p} and is left out of its references "
+                  "(see `res.choices`): with it, the output would be the input.", stacklevel=stacklevel + 1)
+
 # %% ../nbs/07c_methods.ipynb #bd313979
 def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, backend, compare_weights=True,
              fit_rows=False):
@@ -453,13 +468,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
             weights[p] = 0.0
             weights[p, o] = w
             copies.append(j)
-            c.excluded = (int(j - h),)
-            rj = float(Hbar[:, j] @ Hbar[:, p])
-            c.reason = (f"reference {j - h} is a near-copy of this column (correlation {rj:.4f}: it leaves {1 - rj ** 2:.2g} "
-                        f"of it, below 3 sqrt(2/N) x the noise share {c.noise_share:.3g} that the other references' GP "
-                        "finds), so it is left out of its kernel; " + c.reason)
-            warnings.warn(f"reference {j - h} is a near-copy of target column {p} and is left out of its references "
-                          "(see `res.choices`): with it, the output would be the input.", stacklevel=3)
+            exclude_near_copy(c, j, p, h, float(Hbar[:, j] @ Hbar[:, p]), stacklevel=4)
         if c.equal_weights:                            # ARD's weights missed what equal weights see
             weights[p, o] = 1.0 / len(o)
         out.append(c)

@@ -371,3 +371,23 @@ def test_fit_and_apply_on_local_workers(tmp_path):
     out = pd.read_parquet(tmp_path / "out.parquet")         # a folder of 7 parts, in row order
     assert out.shape == (400, 1) and len(list((tmp_path / "out.parquet").iterdir())) == 7
     np.testing.assert_allclose(out.iloc[:, 0].to_numpy(), fitted.transform(X.to_numpy()), rtol=0, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dask") is None, reason="the dask extra not installed")
+def test_fit_in_chunks_takes_the_label_free_defaults(tmp_path):
+    "`fit --no-joint --chunk-rows` with the defaults: the label-free choices from row chunks, those of the fit in memory."
+    from predictability.combiner import Combiner
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=600)
+    X = pd.DataFrame(np.c_[z + 0.8 * rng.normal(size=600), np.sin(z) + 0.4 * rng.normal(size=600),
+                           z + 0.5 * rng.normal(size=600), rng.normal(size=600)], columns=["score", "a", "b", "c"])
+    X.to_parquet(tmp_path / "X.parquet")
+    r = _cli("fit", tmp_path / "X.parquet", "-o", tmp_path / "m.npz", "--no-joint", "--n-basis", "60", "--chunk-rows", "150")
+    assert r.returncode == 0 and r.stderr == "" and "fitted npc on 600 rows" in r.stdout, r
+    mem = Combiner(0, joint=False, n_basis=60).fit(X.to_numpy())
+    fitted = Combiner.load(tmp_path / "m.npz")
+    assert [c.n_iter for c in fitted.choices_] == [c.n_iter for c in mem.choices_] and mem.choices_[0].n_iter > 0
+    # the ML width and noise sit at flat minima: the fit in memory itself moves by up to about 1e-4 of its prediction
+    # when its input moves by one ulp (nbs/07j_labelfree_chunks.ipynb), as the chunk sums' other order moves it
+    want = mem.transform(X.to_numpy())
+    np.testing.assert_allclose(fitted.transform(X.to_numpy()), want, rtol=0, atol=1e-3 * np.abs(want).max())
