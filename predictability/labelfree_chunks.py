@@ -120,10 +120,10 @@ class ChunkSteps(ChoiceSteps):
     "The steps of `choose` over row chunks (`ChunkRows`): `fbar` is a column's position in $H^0$, `X1` and `X_test` are `Features`."
     def __init__(self, rows: ChunkRows): self.src = rows
 
-    def _gathered(self, p, features, idx):
-        "(f, X, positions of `idx`, of the basis) on the gathered rows U of `idx` and the basis."
+    def _gathered(self, p, features, idx, basis):
+        "(f, X, positions of `idx`, of `basis`) on the gathered rows U of `idx` and the fit's basis (`basis`: some of them)."
         U, H = self.src.rows(idx)
-        return H[:, p], features(H), np.searchsorted(U, idx), np.searchsorted(U, self.src.basis)
+        return H[:, p], features(H), np.searchsorted(U, idx), np.searchsorted(U, basis)
 
     def evidence(self, p: int, features: Features, scale: float) -> NystromEvidence:
         "The evidence of column `p` on all N rows at width `scale`: one pass of chunk sums."
@@ -140,7 +140,7 @@ def _fit_gp(self, p, features, basis, *, noise, kernel_scale, random_state, back
     n, auto = self.src.n, kernel_scale == "auto"
     sel = np.sort(np.random.default_rng(random_state).choice(n, FIT_ROWS, replace=False)) if auto and n > FIT_ROWS \
         else np.arange(n if n <= FIT_ROWS else 0)
-    f, X, pos, pb = self._gathered(p, features, sel)
+    f, X, pos, pb = self._gathered(p, features, sel, basis)
     if n <= FIT_ROWS:                                   # every row is subsample-sized: `fit_gp` on them
         return fit_gp(f, X, pb, noise=noise, kernel_scale=kernel_scale, random_state=random_state, backend=backend)
     fit = fit_gp(f, X, pb, noise=noise, kernel_scale=kernel_scale, backend=backend, sample=pos if auto else None,
@@ -153,7 +153,7 @@ def _relevance(self, p, features, basis, *, noise, n_perm, random_state, rows, b
     rng, n = np.random.default_rng(random_state), self.src.n
     if rows is None:
         rows = np.sort(rng.choice(n, FIT_ROWS, replace=False)) if n > FIT_ROWS else np.arange(n)
-    f, X, pos, pb = self._gathered(p, features, rows)
+    f, X, pos, pb = self._gathered(p, features, rows, basis)
     return relevance_test_widths(f, X, pb, noise=noise, n_perm=n_perm, random_state=rng, backend=backend,
                                  rows=pos if n > FIT_ROWS else None, evidences=evidences)
 
