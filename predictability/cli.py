@@ -88,8 +88,11 @@ def _add_combine(sub):
                    help="also write the ARD relevance weights, labelled, to PATH (.csv or .parquet; GP methods with ARD)")
     _add_method_options(c)
     _add_csv_options(c)
-    _add_cluster_options(c.add_argument_group("on a Dask cluster (pip install \"predictability[dask]\"): each sweep's "
-                                              "column updates as its tasks; the files are read and written here"))
+    g = c.add_argument_group("with Dask (pip install \"predictability[dask]\"): files read whole, each sweep's column "
+                             "updates as the cluster's tasks; in row chunks (--chunk-rows, or TARGET or REFERENCES a "
+                             "folder of Parquet parts or .zarr), the fit and OUT chunk by chunk, rows paired by position")
+    _add_cluster_options(g, "; in row chunks its workers must see the files at the same paths")
+    _add_chunk_rows(g, "the columns of TARGET and REFERENCES")
     _add_talk(c, "also say how rows paired and, for each column, what was chosen and why")
     c.set_defaults(func=_cmd_combine)
 
@@ -158,8 +161,12 @@ def _add_dask_options(c):
     "--workers or --scheduler, and --chunk-rows: the command over row chunks, with Dask (`predictability[dask]`)."
     g = c.add_argument_group("in row chunks, with Dask (pip install \"predictability[dask]\"); X: Parquet or Zarr")
     _add_cluster_options(g, "; its workers must see X and OUT at the same paths")
+    _add_chunk_rows(g, "X's columns")
+
+def _add_chunk_rows(g, columns: str):
+    "--chunk-rows N in the argument group `g`; `columns`: whose columns set the default, said in the help."
     g.add_argument("--chunk-rows", type=_number("--chunk-rows", integer=True, low=1), metavar="N", default=None,
-                   help="rows per chunk, >= 1 (default: about 128 MiB of float64, 16777216 / X's columns); alone: "
+                   help=f"rows per chunk, >= 1 (default: about 128 MiB of float64, 16777216 / {columns}); alone: "
                    "the chunks run on this process's threads")
 
 # %% ../nbs/13_cli.ipynb #f2424080
@@ -251,10 +258,10 @@ def relevance_table(relevance, # `CombineResult.relevance`: (R,) for a 1-D targe
     return pd.DataFrame(rel, index=pd.Index(tn, name="target"), columns=[*tn, *rn])
 
 # %% ../nbs/13_cli.ipynb #496d2599
-def _check_combine_args(args) -> tuple:
-    "Formats of OUT and --relevance, after refusing what cannot work, before any reading or computing."
+def _check_combine_args(args, chunked: bool = False) -> tuple:
+    "Formats of OUT and --relevance, after refusing what cannot work, before any reading or computing; `chunked`: OUT written in chunks, new."
     from predictability.fileio import check_outputs, file_format
-    fmt = _out_format(args.out, args.target, "TARGET")
+    fmt = _out_format(args.out, args.target, "TARGET", chunked=chunked)
     rel_fmt = None
     if args.relevance is not None:
         if args.method not in ("npc", "npc-exact") or args.no_ard:
@@ -266,7 +273,7 @@ def _check_combine_args(args) -> tuple:
             raise ValueError(f"--relevance {args.relevance!r}: the weights are labelled; use .csv or .parquet.")
     inputs = {"TARGET": args.target, "REFERENCES": args.references}
     outputs = {"OUT": args.out, "--relevance": args.relevance}
-    check_outputs({k: v for k, v in outputs.items() if v not in (None, "-")}, inputs)
+    check_outputs({k: v for k, v in outputs.items() if v not in (None, "-")}, inputs, new=chunked)
     _check_device(args)
     return fmt, rel_fmt
 
@@ -411,7 +418,10 @@ def _choice_lines(names, choices) -> list:
 def _cmd_combine(args) -> int:
     from predictability import combine
     from predictability.fileio import file_format
-    fmt, rel_fmt = _check_combine_args(args)
+    by = _combine_chunked_by(args)
+    fmt, rel_fmt = _check_combine_args(args, chunked=bool(by))
+    if by:
+        return _combine_in_chunks(args, by, fmt, rel_fmt)
     t, r = _read_inputs(args)
     target = t.values
     if file_format(args.target) != "npy" and target.shape[1] == 1:      # a one-column table is a 1-D target
@@ -473,12 +483,16 @@ def _fit_summary(args, model, n: int, names: list) -> str:
             f"{kb(model.model_nbytes_)} of it arrays)")
 
 # %% ../nbs/13_cli.ipynb #c8e7e526
+def _read_in_chunks_only(path) -> bool:
+    "Is `path` a folder (of Parquet parts) or a Zarr array, which only a reader of row chunks reads?"
+    return path is not None and (Path(path).is_dir() or Path(path).suffix.lower() == ".zarr")
+
 def _chunked_by(args) -> str | None:
     "What makes the command run over row chunks, in the user's words (a flag, or X a folder or Zarr); None: X is read whole."
     for flag, v in (("--workers", args.workers), ("--scheduler", args.scheduler), ("--chunk-rows", args.chunk_rows)):
         if v is not None:
             return f"{flag} {v}"
-    if Path(args.x).is_dir() or Path(args.x).suffix.lower() == ".zarr":
+    if _read_in_chunks_only(args.x):
         return f"X {str(args.x)!r} (read in chunks)"
     return None
 
@@ -647,6 +661,54 @@ def _cmd_apply(args) -> int:
     _say(args, f"improved {what} at {n} row(s) with {args.model} ({model.params_['method']}, "
          f"{model.params_['n_iter']} sweep(s)); wrote {'standard output' if args.out == '-' else args.out}")
     return 0
+
+# %% ../nbs/13_cli.ipynb #a13c0c0b
+def _combine_chunked_by(args) -> str | None:
+    "What makes `combine` run over row chunks, in the user's words (--chunk-rows, or an input only read in chunks); None: the files are read whole."
+    if args.chunk_rows is not None:
+        return f"--chunk-rows {args.chunk_rows}"
+    return next((f"{role} {str(p)!r} (read in chunks)" for role, p in (("TARGET", args.target),
+                 ("REFERENCES", args.references)) if _read_in_chunks_only(p)), None)
+
+
+# %% ../nbs/13_cli.ipynb #50923b95
+def _paired_chunks(args, by: str) -> tuple:
+    "(X, TARGET, REFERENCES): the two files in row chunks (`Chunked`) and X (N, H + R) their columns side by side (`pair_chunked`: rows paired by position, checked by label)."
+    from predictability.fileio import pair_chunked, read_chunked
+    if args.references is None:
+        raise ValueError(f"{by}: in row chunks, combine improves TARGET from REFERENCES; give a REFERENCES file (joint "
+                         "denoising of TARGET's own columns reads them whole).")
+    t = read_chunked(args.target, "TARGET", args.chunk_rows, args.index_col)      # lazy: footers or metadata only
+    r = read_chunked(args.references, "REFERENCES", args.chunk_rows, args.index_col)
+    return pair_chunked(t, r, (f"TARGET {str(args.target)!r}", f"REFERENCES {str(args.references)!r}")), t, r
+
+
+# %% ../nbs/13_cli.ipynb #7b6c3b6e
+def _combine_in_chunks(args, by: str, fmt: str, rel_fmt) -> int:
+    "`combine` over row chunks: `Combiner.fit` of X = [TARGET | REFERENCES], then its transform written chunk by chunk with TARGET's labels."
+    from predictability.combiner import Combiner
+    from predictability.fileio import write_chunked, write_table
+    _check_chunked_fit(args, by)
+    X, t, r = _paired_chunks(args, by)
+    (n, k), h = X.shape, t.values.shape[1]
+    if rel_fmt and t.names and r.names:
+        _unique([*t.names, *r.names], "the TARGET and REFERENCES columns")
+    model = Combiner(list(range(h)) if h > 1 else 0, **_method_kwargs(args, n))
+    with _dask_client(args):
+        model.fit(X)
+        write_chunked(args.out, model.transform(X), t.names, fmt, labels=t.labels, index_name=t.index_name)
+    if rel_fmt:
+        write_table(args.relevance, relevance_table(model.relevance_, t.names, r.names), rel_fmt,
+                    index=model.relevance_.ndim == 2)
+    if args.verbose:
+        both = t.labels is not None and r.labels is not None
+        _say(args, f"rows paired by position{' (their labels checked equal)' if both else ''}, in row chunks")
+    what = ", ".join(map(repr, t.names)) if t.names else f"{h} target column(s)"
+    where = "standard output" if args.out == "-" else args.out
+    _say(args, f"improved {what} at {n} row(s) from {k - h} reference(s) in row chunks ({model.params_['method']}, "
+         f"{model.params_['n_iter']} sweep(s)); wrote {where}" + (f" and {args.relevance}" if rel_fmt else ""))
+    return 0
+
 
 # %% ../nbs/13_cli.ipynb #980d4240
 DEMO_FILES = ("table.csv", "table.md", "relevance.png", "iterations.png", "README.md")   # what run_demo writes

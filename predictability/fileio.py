@@ -6,7 +6,7 @@
 __all__ = ['FORMATS', 'BOMS', 'MISSING', 'SEPARATORS', 'Predictors', 'CHUNKED_FORMATS', 'CHUNK_BYTES', 'file_format', 'read_text',
            'CsvDialect', 'csv_dialect', 'read_predictors', 'align_rows', 'write_atomic', 'write_table',
            'write_predictors', 'same_file', 'check_outputs', 'chunked_format', 'need_dask', 'Chunked', 'read_chunked',
-           'write_chunked', 'Labelled']
+           'pair_chunked', 'write_chunked', 'Labelled']
 
 # %% ../nbs/13a_io.ipynb #6e5e2612
 import codecs
@@ -635,6 +635,37 @@ def read_chunked(path, # a Parquet file, a folder of Parquet parts, or a Zarr ar
     raise ValueError(f"{role} {str(path)!r} is {fmt.upper()}; in chunks, predictors are read from Parquet (a file or a "
                      "folder of parts) or Zarr. Convert it (e.g. pandas: pd.read_csv(...).to_parquet(...)), or read it "
                      "whole without --workers, --scheduler and --chunk-rows.")
+
+# %% ../nbs/13a_io.ipynb #ad6de149
+def _pair_block(x, y, a=None, b=None, roles=("", ""), block_info=None):
+    """One row chunk of two files side by side, [x | y], once its rows' labels in the two files (`a`, `b`: (n, 1), or
+    None) agree; else a ValueError naming the first row that differs."""
+    bad = np.flatnonzero([u != v for u, v in zip(a[:, 0], b[:, 0])]) if a is not None else []
+    if len(bad):
+        i, plain = int(bad[0]), lambda v: v.item() if isinstance(v, np.generic) else v   # NumPy scalars as Python's
+        row = i + (block_info[0]["array-location"][0][0] if block_info else 0)
+        raise ValueError(f"{roles[0]} and {roles[1]} label data row {row + 1} differently ({plain(a[i, 0])!r} and "
+                         f"{plain(b[i, 0])!r}); in row chunks rows pair by position: write both files in the same row "
+                         "order (e.g. df.sort_index()), or read them whole to pair them by label.")
+    return np.concatenate([x, y], axis=1)
+
+
+# %% ../nbs/13a_io.ipynb #8cca81c2
+def pair_chunked(a: Chunked, # the first file in row chunks (`read_chunked`), e.g. the target
+                 b: Chunked, # the second, e.g. the references
+                 roles: tuple = ("TARGET", "REFERENCES"), # how error messages name the two
+                ): # (N, Ka + Kb) float64 Dask array in `a`'s row chunks
+    "The columns of `a` then `b` side by side, rows paired by position; where both have row labels each chunk checks they agree."
+    import dask.array as da
+    if a.values.shape[0] != b.values.shape[0]:
+        raise ValueError(f"{roles[0]} has {a.values.shape[0]} rows and {roles[1]} {b.values.shape[0]}; in row chunks rows "
+                         "pair by position: give both files the same rows.")
+    rows, (ka, kb) = a.values.chunks[0], (a.values.shape[1], b.values.shape[1])
+    args = [a.values.rechunk({1: -1}), b.values.rechunk({0: rows, 1: -1})]    # one task per row chunk: no concatenate layers
+    if a.labels is not None and b.labels is not None:
+        args += [a.labels[:, None], b.labels.rechunk(rows)[:, None]]
+    return da.map_blocks(_pair_block, *args, roles=roles, chunks=(rows, (ka + kb,)), dtype=np.float64)
+
 
 # %% ../nbs/13a_io.ipynb #64391fcd
 def _write_part(values, labels, names, index_name, path) -> int:

@@ -391,3 +391,26 @@ def test_fit_in_chunks_takes_the_label_free_defaults(tmp_path):
     # when its input moves by one ulp (nbs/07j_labelfree_chunks.ipynb), as the chunk sums' other order moves it
     want = mem.transform(X.to_numpy())
     np.testing.assert_allclose(fitted.transform(X.to_numpy()), want, rtol=0, atol=1e-3 * np.abs(want).max())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="the dask extra not installed")
+def test_combine_in_chunks_on_local_workers(tmp_path):
+    "`combine --workers 2` over row chunks (TARGET and REFERENCES as Parquet parts) equals `combine` on the files read whole."
+    import dask.dataframe as dd
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(400, 2))
+    ids = pd.Index([f"item{k:04d}" for k in range(400)], name="item")
+    T = pd.DataFrame({"score": z[:, 0] + 0.8 * rng.normal(size=400)}, index=ids)
+    R = pd.DataFrame(np.c_[np.sin(z[:, 0]) + 0.4 * rng.normal(size=400), z[:, 0] + z[:, 1] + 0.5 * rng.normal(size=400),
+                           rng.normal(size=400)], columns=["a", "b", "c"], index=ids)
+    T.to_csv(tmp_path / "t.csv"); R.to_csv(tmp_path / "r.csv")
+    dd.from_pandas(T, npartitions=3).to_parquet(tmp_path / "t"); dd.from_pandas(R, npartitions=2).to_parquet(tmp_path / "r")
+    settings = ["--noise", "0.2", "--kernel-scale", "0.3", "--n-iter", "3", "--n-basis", "30", "--no-ard"]   # joint
+    r = _cli("combine", tmp_path / "t.csv", tmp_path / "r.csv", "-o", tmp_path / "mem.csv", *settings)
+    assert r.returncode == 0, r
+    r = _cli("combine", tmp_path / "t", tmp_path / "r", "-o", tmp_path / "out.parquet", *settings, "--workers", "2",
+             "--chunk-rows", "97")
+    assert r.returncode == 0 and r.stderr == "" and "in row chunks" in r.stdout, r
+    out, want = pd.read_parquet(tmp_path / "out.parquet"), pd.read_csv(tmp_path / "mem.csv")["score"].to_numpy()
+    assert list(out.index) == list(ids)
+    np.testing.assert_allclose(out["score"].to_numpy(), want, rtol=0, atol=1e-9 * np.abs(want).max())
