@@ -662,7 +662,7 @@ def _cmd_apply(args) -> int:
          f"{model.params_['n_iter']} sweep(s)); wrote {'standard output' if args.out == '-' else args.out}")
     return 0
 
-# %% ../nbs/13_cli.ipynb #a13c0c0b
+# %% ../nbs/13_cli.ipynb #13f616be
 def _combine_chunked_by(args) -> str | None:
     "What makes `combine` run over row chunks, in the user's words (--chunk-rows, or an input only read in chunks); None: the files are read whole."
     if args.chunk_rows is not None:
@@ -671,7 +671,7 @@ def _combine_chunked_by(args) -> str | None:
                  ("REFERENCES", args.references)) if _read_in_chunks_only(p)), None)
 
 
-# %% ../nbs/13_cli.ipynb #50923b95
+# %% ../nbs/13_cli.ipynb #7d50c1ad
 def _paired_chunks(args, by: str) -> tuple:
     "(X, TARGET, REFERENCES): the two files in row chunks (`Chunked`) and X (N, H + R) their columns side by side (`pair_chunked`: rows paired by position, checked by label)."
     from predictability.fileio import pair_chunked, read_chunked
@@ -683,7 +683,7 @@ def _paired_chunks(args, by: str) -> tuple:
     return pair_chunked(t, r, (f"TARGET {str(args.target)!r}", f"REFERENCES {str(args.references)!r}")), t, r
 
 
-# %% ../nbs/13_cli.ipynb #7b6c3b6e
+# %% ../nbs/13_cli.ipynb #fd02f833
 def _combine_in_chunks(args, by: str, fmt: str, rel_fmt) -> int:
     "`combine` over row chunks: `Combiner.fit` of X = [TARGET | REFERENCES], then its transform written chunk by chunk with TARGET's labels."
     from predictability.combiner import Combiner

@@ -636,7 +636,7 @@ def read_chunked(path, # a Parquet file, a folder of Parquet parts, or a Zarr ar
                      "folder of parts) or Zarr. Convert it (e.g. pandas: pd.read_csv(...).to_parquet(...)), or read it "
                      "whole without --workers, --scheduler and --chunk-rows.")
 
-# %% ../nbs/13a_io.ipynb #ad6de149
+# %% ../nbs/13a_io.ipynb #1ffc8134
 def _pair_block(x, y, a=None, b=None, roles=("", ""), block_info=None):
     """One row chunk of two files side by side, [x | y], once its rows' labels in the two files (`a`, `b`: (n, 1), or
     None) agree; else a ValueError naming the first row that differs."""
@@ -650,7 +650,7 @@ def _pair_block(x, y, a=None, b=None, roles=("", ""), block_info=None):
     return np.concatenate([x, y], axis=1)
 
 
-# %% ../nbs/13a_io.ipynb #8cca81c2
+# %% ../nbs/13a_io.ipynb #ae983326
 def pair_chunked(a: Chunked, # the first file in row chunks (`read_chunked`), e.g. the target
                  b: Chunked, # the second, e.g. the references
                  roles: tuple = ("TARGET", "REFERENCES"), # how error messages name the two
