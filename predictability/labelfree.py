@@ -269,9 +269,16 @@ def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the targe
                    random_state=None,          # seed or Generator for the permutations
                   ) -> RelevanceTest:
     "Likelihood ratio of the Nyström GP against noise only, for the target and for its row permutations (same marginals, no pairing)."
+    return _permutation_test(evidence, _permutations(evidence.F[:, 0], n_perm, random_state), noise)
+
+def _permutations(f, n_perm: int, random_state) -> np.ndarray:
+    "(N, n_perm): `n_perm` row permutations of `f`, one a column."
     rng = np.random.default_rng(random_state)
-    st, f = evidence.stats, evidence.F[:, 0]
-    Fp = np.stack([rng.permutation(f) for _ in range(n_perm)], 1)
+    return np.stack([rng.permutation(f) for _ in range(n_perm)], 1)
+
+def _permutation_test(evidence: NystromEvidence, Fp: np.ndarray, noise) -> RelevanceTest:
+    "`relevance_test` of the target of `evidence` against the permuted targets `Fp` (N, n_perm)."
+    st, n_perm = evidence.stats, Fp.shape[1]
     with one_blas_thread():
         cp = evidence.U.T @ st.whitening.t(np.sqrt(st.n) * st.rmatvec(Fp).reshape(-1, n_perm))
     perm = NystromEvidence(evidence.d, evidence.U, cp, np.full(n_perm, evidence.yy[0]), st.n, st, Fp, evidence.floor)
@@ -306,11 +313,13 @@ def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
         rows = np.sort(rng.choice(n, int(max_rows), replace=False))
     if rows is not None:                               # a subsample, and the smaller basis `fit_gp` searched it with
         f, X, B1 = normalize(fbar[rows], "fbar"), X[rows], X[_search_basis(basis)]
-    seed = int(rng.integers(2**63))                    # the same permutations at every width
+    seed = int(rng.integers(2**63))                    # the permutations' seed
     def evidence(w):                                   # the target's evidence on these rows at width w
         ev = evidences.get(float(np.log(w)))
         return ev if ev is not None else nystrom_evidence(_stats_at(X, B1, w, f, backend), f)
-    tests = _map_widths(lambda w: relevance_test(evidence(w), noise=noise, n_perm=n_perm, random_state=seed), list(widths), backend)
+    evs = _map_widths(evidence, list(widths), backend)
+    Fp = _permutations(evs[0].F[:, 0], n_perm, seed)   # the same permutations at every width, drawn once
+    tests = _map_widths(lambda ev: _permutation_test(ev, Fp, noise), evs, backend)
     stat, null = max(t.statistic for t in tests), np.max([t.null for t in tests], axis=0)
     return RelevanceTest(float(stat), null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 
