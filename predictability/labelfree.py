@@ -9,6 +9,8 @@ __all__ = ['NOISE_BOUNDS', 'WIDTH_GRID', 'WIDTH_BOUNDS', 'FIT_ROWS', 'WIDTH_TOL'
            'discrete_features', 'auto_kappa', 'mutual_r2', 'LabelFreeChoice', 'choose', 'peers', 'loo_mean']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -185,6 +187,16 @@ def _search_width(fbar, X1, B1, noise, backend, max_refine):
         profiled(float(x))
     return min(cache, key=lambda w: cache[w][0][1]), {w: ev for w, (_, ev) in cache.items()}
 
+# %% ../nbs/07a_labelfree.ipynb #dd56e764
+def _side_by_side(main, side, backend):
+    "`(main(), side())`, `side` in a thread of its own on the CPU (independent work: neither's sums change order), else one after the other."
+    if backend.device != "cpu":
+        return main(), side()
+    ctx = contextvars.copy_context()
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=1) as ex:
+        later = ex.submit(ctx.run, side)
+        return main(), later.result()
+
 # %% ../nbs/07a_labelfree.ipynb #0475a17b
 def fit_gp(fbar,              # (N,) unit-norm, centred target
            X1,                # (N, D) its references' features at $\sigma_k^2$ = 1 (`kernel_features(G, w, 1.0)`)
@@ -198,21 +210,24 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
            random_state=None,    # seed or Generator for the subsample
            precision: str = "float64",  # of the kernel statistics: "float64" or "float32" (`kernel_stats`)
            backend: Backend | None = None,  # the run's back end (`make_backend`) instead of `device` and `precision`
+           rows=None,            # the subsample to search on instead of drawing one (sorted row indices); None: drawn
           ) -> GPFit:
     "Type-II ML of $\\sigma_k^2$ (grid, then safeguarded parabolic steps, on at most `max_rows` rows) and of $\\sigma^2$ (exact 1-D search on all rows)."
     backend = resolve_backend(device, precision, backend)
     X1 = np.asarray(X1, dtype=np.float64)
     n, B1 = X1.shape[0], X1[np.asarray(basis)]
-    n_widths, rows, sel, cache = 0, n, None, {}
+    n_widths, n_rows, sel, cache = 0, n, None, {}
     if kernel_scale == "auto":
-        if max_rows is not None and n > max_rows:      # the evidence is a sum over rows: its maximiser is consistent
-            sel = np.sort(np.random.default_rng(random_state).choice(n, int(max_rows), replace=False))
-            fs, Xs, rows, Bs = normalize(fbar[sel], "fbar"), X1[sel], int(max_rows), X1[_search_basis(basis)]
+        if rows is None and max_rows is not None and n > max_rows:  # the evidence is a sum over rows: its maximiser is consistent
+            rows = np.sort(np.random.default_rng(random_state).choice(n, int(max_rows), replace=False))
+        if rows is not None and len(rows) < n:
+            sel = np.asarray(rows)
+            fs, Xs, n_rows, Bs = normalize(fbar[sel], "fbar"), X1[sel], len(sel), X1[_search_basis(basis)]
         else:
             fs, Xs, Bs = fbar, X1, B1
         lw, cache = _search_width(fs, Xs, Bs, noise, backend, max_refine)
         n_widths = len(cache)
-        if rows == n:                                  # searched on all rows: the chosen width's evidence is at hand
+        if n_rows == n:                                # searched on all rows: the chosen width's evidence is at hand
             ev = cache[lw]
             (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
             return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths, ev, n, None, cache)
@@ -220,7 +235,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
         lw = float(np.log(kernel_scale))
     ev = nystrom_evidence(_stats_at(X1, B1, np.exp(lw), fbar, backend), fbar)   # one pass over all N rows
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
-    return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows, sel, cache)
+    return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, n_rows, sel, cache)
 
 # %% ../nbs/07a_labelfree.ipynb #850b931a
 def _energies(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
@@ -438,10 +453,17 @@ def choose(fbar,                  # (N,) unit-norm, centred column
         raise ValueError(f"`kappa` must be 'auto' or a number in [0, 1] (1: never move); got {kappa!r}.")
     rng = np.random.default_rng(random_state)          # the subsample of `fit_gp`, then the permutations
     backend = resolve_backend(device, precision, backend)   # every kernel pass of the choice on it
-    fit = fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, random_state=rng, backend=backend)
-    test = relevance_test_widths(fbar, X1 if X_test is None else X_test, basis, noise=None if noise == "auto" else noise,
-                                 n_perm=n_perm, random_state=rng, rows=fit.rows, backend=backend,
-                                 evidences=fit.searched if X_test is None and backend.precision == "float64" else None)   # one subsample
+    n = np.shape(fbar)[0]                              # `fit_gp`'s subsample, drawn here: one for the fit and the guard
+    rows = np.sort(rng.choice(n, FIT_ROWS, replace=False)) if kernel_scale == "auto" and n > FIT_ROWS else None
+    fit = lambda: fit_gp(fbar, X1, basis, noise=noise, kernel_scale=kernel_scale, rows=rows, backend=backend)
+    guard = lambda searched: relevance_test_widths(fbar, X1 if X_test is None else X_test, basis, n_perm=n_perm,
+                                                   noise=None if noise == "auto" else noise, random_state=rng,
+                                                   rows=rows, backend=backend, evidences=searched)
+    if X_test is None:                                 # the guard reuses the search's statistics
+        fit = fit()
+        test = guard(fit.searched if backend.precision == "float64" else None)
+    else:                                              # independent: side by side (only the guard draws from `rng`)
+        fit, test = _side_by_side(fit, lambda: guard(None), backend)
     med = float(np.median(test.null))
     equal = (X_test is not None and compare_weights and n_iter == "auto" and test.p_value <= alpha
              and test.statistic > _tested_rows_lr(fit, noise))   # type-II ML between the two kernels (only if it moves)
