@@ -187,7 +187,7 @@ def _search_width(fbar, X1, B1, noise, backend, max_refine):
         profiled(float(x))
     return min(cache, key=lambda w: cache[w][0][1]), {w: ev for w, (_, ev) in cache.items()}
 
-# %% ../nbs/07a_labelfree.ipynb #dd56e764
+# %% ../nbs/07a_labelfree.ipynb #ea68be07
 def _side_by_side(main, side, backend):
     "`(main(), side())`, `side` in a thread of its own on the CPU (independent work: neither's sums change order), else one after the other."
     if backend.device != "cpu":
