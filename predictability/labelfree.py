@@ -204,24 +204,25 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
            random_state=None,    # seed or Generator for the subsample
            precision: str = "float64",  # of the kernel statistics: "float64" or "float32" (`kernel_stats`)
            backend: Backend | None = None,  # the run's back end (`make_backend`) instead of `device` and `precision`
-           sample=None,          # rows of `X1` to search the width on instead of drawing `max_rows` of them
+           rows=None,            # the subsample to search on instead of drawing one (sorted row indices); None: drawn
            evidence=None,        # a function of $\sigma_k^2$ giving the `NystromEvidence` on all N rows, when `X1` does not hold them (row chunks); None: from `X1`
           ) -> GPFit:
     "Type-II ML of $\\sigma_k^2$ (grid, then safeguarded parabolic steps, on at most `max_rows` rows) and of $\\sigma^2$ (exact 1-D search on all rows)."
     backend = resolve_backend(device, precision, backend)
     X1 = np.asarray(X1, dtype=np.float64)
     n, B1 = X1.shape[0], X1[np.asarray(basis)]
-    n_widths, rows, sel, cache = 0, n, None, {}
+    n_widths, n_rows, sel, cache = 0, n, None, {}
     if kernel_scale == "auto":
-        if sample is not None or max_rows is not None and n > max_rows:   # the evidence is a sum over rows: its maximiser is consistent
-            sel = np.sort(np.random.default_rng(random_state).choice(n, int(max_rows), replace=False)) if sample is None \
-                else np.asarray(sample)
-            fs, Xs, rows, Bs = normalize(fbar[sel], "fbar"), X1[sel], len(sel), X1[_search_basis(basis)]
+        if rows is None and max_rows is not None and n > max_rows:  # the evidence is a sum over rows: its maximiser is consistent
+            rows = np.sort(np.random.default_rng(random_state).choice(n, int(max_rows), replace=False))
+        if rows is not None:                           # a subsample given or drawn: searched with the smaller basis
+            sel = np.asarray(rows)
+            fs, Xs, n_rows, Bs = normalize(fbar[sel], "fbar"), X1[sel], len(sel), X1[_search_basis(basis)]
         else:
             fs, Xs, Bs = fbar, X1, B1
         lw, cache = _search_width(fs, Xs, Bs, noise, backend, max_refine)
         n_widths = len(cache)
-        if rows == n and evidence is None:             # searched on all rows: the chosen width's evidence is at hand
+        if sel is None and evidence is None:           # searched on all rows: the chosen width's evidence is at hand
             ev = cache[lw]
             (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
             return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths, ev, n, None, cache)
@@ -230,7 +231,7 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
     full = evidence or (lambda w: nystrom_evidence(_stats_at(X1, B1, w, fbar, backend), fbar))
     ev = full(np.exp(lw))                              # one pass over all N rows
     (ln, E) = ev.best_noise() if noise == "auto" else (np.log(noise), ev.energy(np.log(noise))[0])
-    return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, rows, sel, cache)
+    return GPFit(float(np.exp(ln)), float(np.exp(lw)), E, n_widths + 1, ev, n_rows, sel, cache)
 
 # %% ../nbs/07a_labelfree.ipynb #850b931a
 def _energies(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
@@ -279,9 +280,16 @@ def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the targe
                    random_state=None,          # seed or Generator for the permutations
                   ) -> RelevanceTest:
     "Likelihood ratio of the Nyström GP against noise only, for the target and for its row permutations (same marginals, no pairing)."
+    return _permutation_test(evidence, _permutations(evidence.F[:, 0], n_perm, random_state), noise)
+
+def _permutations(f, n_perm: int, random_state) -> np.ndarray:
+    "(N, n_perm): `n_perm` row permutations of `f`, one a column."
     rng = np.random.default_rng(random_state)
-    st, f = evidence.stats, evidence.F[:, 0]
-    Fp = np.stack([rng.permutation(f) for _ in range(n_perm)], 1)
+    return np.stack([rng.permutation(f) for _ in range(n_perm)], 1)
+
+def _permutation_test(evidence: NystromEvidence, Fp: np.ndarray, noise) -> RelevanceTest:
+    "`relevance_test` of the target of `evidence` against the permuted targets `Fp` (N, n_perm)."
+    st, n_perm = evidence.stats, Fp.shape[1]
     with one_blas_thread():
         cp = evidence.U.T @ st.whitening.t(np.sqrt(st.n) * st.rmatvec(Fp).reshape(-1, n_perm))
     perm = NystromEvidence(evidence.d, evidence.U, cp, np.full(n_perm, evidence.yy[0]), st.n, st, Fp, evidence.floor)
@@ -316,11 +324,13 @@ def relevance_test_widths(fbar,                 # (N,) unit-norm, centred target
         rows = np.sort(rng.choice(n, int(max_rows), replace=False))
     if rows is not None:                               # a subsample, and the smaller basis `fit_gp` searched it with
         f, X, B1 = normalize(fbar[rows], "fbar"), X[rows], X[_search_basis(basis)]
-    seed = int(rng.integers(2**63))                    # the same permutations at every width
+    seed = int(rng.integers(2**63))                    # the permutations' seed
     def evidence(w):                                   # the target's evidence on these rows at width w
         ev = evidences.get(float(np.log(w)))
         return ev if ev is not None else nystrom_evidence(_stats_at(X, B1, w, f, backend), f)
-    tests = _map_widths(lambda w: relevance_test(evidence(w), noise=noise, n_perm=n_perm, random_state=seed), list(widths), backend)
+    evs = _map_widths(evidence, list(widths), backend)
+    Fp = _permutations(evs[0].F[:, 0], n_perm, seed)   # the same permutations at every width, drawn once
+    tests = _map_widths(lambda ev: _permutation_test(ev, Fp, noise), evs, backend)
     stat, null = max(t.statistic for t in tests), np.max([t.null for t in tests], axis=0)
     return RelevanceTest(float(stat), null, float((1 + np.sum(null >= stat)) / (1 + n_perm)))
 

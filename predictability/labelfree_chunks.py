@@ -143,7 +143,7 @@ def _fit_gp(self, p, features, basis, *, noise, kernel_scale, random_state, back
     f, X, pos, pb = self._gathered(p, features, sel, basis)
     if n <= FIT_ROWS:                                   # every row is subsample-sized: `fit_gp` on them
         return fit_gp(f, X, pb, noise=noise, kernel_scale=kernel_scale, random_state=random_state, backend=backend)
-    fit = fit_gp(f, X, pb, noise=noise, kernel_scale=kernel_scale, backend=backend, sample=pos if auto else None,
+    fit = fit_gp(f, X, pb, noise=noise, kernel_scale=kernel_scale, backend=backend, rows=pos if auto else None,
                  evidence=lambda w: self.evidence(p, features, w))
     fit.rows, fit.n_rows = (sel, FIT_ROWS) if auto else (None, n)
     return fit
