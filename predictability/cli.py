@@ -700,9 +700,11 @@ def _combine_in_chunks(args, by: str, fmt: str, rel_fmt) -> int:
     if rel_fmt:
         write_table(args.relevance, relevance_table(model.relevance_, t.names, r.names), rel_fmt,
                     index=model.relevance_.ndim == 2)
-    if args.verbose:
+    if args.verbose:                                 # how rows paired; what was chosen for each column, and why
         both = t.labels is not None and r.labels is not None
-        _say(args, f"rows paired by position{' (their labels checked equal)' if both else ''}, in row chunks")
+        names = (t.names or [f"target_{j}" for j in range(h)]) + (r.names or [f"ref_{j}" for j in range(k - h)])
+        _say(args, f"rows paired by position{' (their labels checked equal)' if both else ''}, in row chunks",
+             *_choice_lines(names, model.choices_))
     what = ", ".join(map(repr, t.names)) if t.names else f"{h} target column(s)"
     where = "standard output" if args.out == "-" else args.out
     _say(args, f"improved {what} at {n} row(s) from {k - h} reference(s) in row chunks ({model.params_['method']}, "
