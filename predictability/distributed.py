@@ -149,21 +149,22 @@ def _chunk_moments(c, s):
 
 def column_stats(V, # a row-chunked Dask array (N, P) (`row_chunks`)
                  name: str = "X", # the argument's name, quoted in errors
+                 columns=None, # the user's position of each column of `V`, quoted in errors (None: V's own)
                 ) -> NormStats: # the columns' means and population standard deviations
     "Every column's mean and std of a row-chunked Dask array, as `NormStats.of`: ranges and checks first, then moments of V / scale."
     rng = V.map_blocks(_chunk_range, chunks=((1,) * V.numblocks[0], (2,), V.chunks[1]), new_axis=1,
                        dtype=np.float64).compute()                     # (C, 2, P): one task and (2, P) per chunk
     lo, hi = rng[:, 0].min(axis=0), rng[:, 1].max(axis=0)
-    bad = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
+    bad, at = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi))), (lambda j: j if columns is None else columns[j])
     if bad.size:
         row = int(da.argmax(~da.isfinite(V[:, bad[0]])).compute())
-        raise ValueError(f"`{name}` contains NaN or infinite value(s) (first in row {row}, column {bad[0]}); "
+        raise ValueError(f"`{name}` contains NaN or infinite value(s) (first in row {row}, column {at(bad[0])}); "
                          "remove or impute those rows first.")
     s = np.maximum(np.abs(lo), np.abs(hi))
     s = np.where(s > 0, s, 1.0)
     const = np.flatnonzero(hi - lo <= 1e-12 * s)
     if const.size:
-        raise ValueError(f"`{name}` column {const[0]} is constant: it carries no information. Remove it.")
+        raise ValueError(f"`{name}` column {at(const[0])} is constant: it carries no information. Remove it.")
     parts = V.map_blocks(_chunk_moments, s, chunks=((1,) * V.numblocks[0], (3,), V.chunks[1]), new_axis=1,
                          dtype=np.float64).compute()                   # (C, 3, P): count, mean, centred sum of squares
     n, mean, m2 = parts[0]
@@ -282,7 +283,7 @@ def prepare_chunks(X, # the (N, P) predictors: a row-chunked Dask array or a Das
     m = check(o)
     m.check_problem(N)
     order = cols + [j for j in range(P) if j not in cols]              # targets first, as the replay reads rows
-    return V, order, column_stats(V[:, order]), m
+    return V, order, column_stats(V[:, order], columns=order), m
 
 
 # %% ../nbs/07g_distributed.ipynb #3d67b53c
