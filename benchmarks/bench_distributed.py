@@ -53,7 +53,7 @@ from predictability.distributed import transform_dask  # noqa: E402
 SETTINGS = dict(joint=False, noise=0.1, kernel_scale=1.0, n_iter=5, n_basis=300)   # fixed: no label-free choice
 PASSES = {"chunk_gram": "kernel statistics", "chunk_iterate": "K u (iterate's mean, norm)",   # the first kind found
           "store-map": "transform", "chunk_min": "column ranges", "mean_chunk": "column moments",   # names the pass
-          "shuffle": "basis rows", "qr": "tall-skinny QR", "negative": "empty tasks"}
+          "chunk_rows": "basis rows", "qr": "tall-skinny QR", "negative": "empty tasks"}
 SCALE = dict(rows=10**8, P=500, workers=100, chunk_rows=10**5)
 
 
@@ -167,7 +167,7 @@ def bench_passes(store: str, N: int, P: int, counts: list[int], repeat: int, tmp
         med = lambda C, p, k: float(np.median([r[p][k] for r in runs[C]]))
         for C in counts:
             st, n_b = runs[C][0]["kernel statistics"], SETTINGS["n_basis"]
-            up = st["nbytes"][next(k for k in st["nbytes"] if "chunk_gram" in k)]
+            up = st["nbytes"]["chunk_gram"]                                        # the chunks' tasks, not the tree's
             rows += [("fit", "whole fit (client's wall time)", C, float(np.median(fits[C])), np.nan, "s"),
                      ("bytes", "chunk sums up, kernel statistics", C, up, C * n_b * (n_b + 2) * 8, "B"),
                      ("bytes", "to the client, kernel statistics", C, st["out_bytes"], n_b * (n_b + 2) * 8, "B"),
@@ -267,10 +267,10 @@ def predict(L: float, tau: float, work: dict, k: dict, mem: dict, rows: list) ->
     C, D = math.ceil(N / n_c), P - 1
     col_s = sum(model(L, tau, C, n_c, work[p], k[p], W) for p in work)
     mem_w = mem["base"] + mem["growth"] / mem["chunk_b"] * n_c * P * 8                # the growth scales with the chunk
-    up, down = C * n_b * (n_b + 2) * 8, C * n_b * D * 8 * 2                            # sums up; B with each task, 2 passes
+    up, down = C * n_b * (n_b + 2) * 8, W * n_b * D * 8 * 2                            # sums up; B once per worker, 2 passes
     rows += [("prediction", "memory per worker (1 thread, 1e5-row chunks)", C, mem_w, n_c * P * 8, "B"),
              ("prediction", "bytes up the trees per column update", C, up, np.nan, "B"),
-             ("prediction", "bytes down with the tasks per column update (B)", C, down, np.nan, "B"),
+             ("prediction", "bytes down per column update (B, once per worker and pass)", C, down, np.nan, "B"),
              ("prediction", "bytes per joint sweep (P columns + H's basis rows)", C, P * (up + down) + n_b * P * 8, np.nan, "B"),
              ("prediction", "seconds per column update", C, col_s, np.nan, "s"),
              ("prediction", "seconds per joint sweep", C, P * col_s, np.nan, "s")]

@@ -86,10 +86,10 @@ class ChunkRows:
                  basis,          # the Nystrom basis rows (sorted)
                  Hb,             # $H^0$ at the basis rows ($N'$, P)
                  backend,        # a `DaskBackend`: the chunk sums' tree
+                 take,           # `take(V, idx)`: V's rows at the positions `idx`, in memory (`distributed.take_rows`)
                 ):
         self.V, self.forward, self.basis, self.Hb, self.backend = V, forward, np.asarray(basis), Hb, backend
-        (self.n, self.P), self._rows = V.shape, {}
-        self.H0 = V.map_blocks(forward, dtype=np.float64)
+        (self.n, self.P), self._rows, self.take = V.shape, {}, take
 
     @cached_property
     def _gram_sums(self):
@@ -107,7 +107,7 @@ class ChunkRows:
         key = np.asarray(idx).tobytes()
         if key not in self._rows:
             U = np.union1d(idx, self.basis)
-            self._rows = {key: (U, self.H0[U].compute() if len(U) < self.n else self.H0.compute())}   # the last set only
+            self._rows = {key: (U, self.forward(self.take(self.V, U)))}   # the last set only; row-wise, as in the chunks
         return self._rows[key]
 
     def centred_gram(self, cols) -> np.ndarray:
