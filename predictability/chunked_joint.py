@@ -10,7 +10,7 @@ import numpy as np
 import dask.array as da
 
 from .combination import Options
-from .distributed import DaskBackend, DaskFit, chunk_weights, prepare_chunks
+from .distributed import DaskBackend, DaskFit, chunk_weights, prepare_chunks, take_rows
 from .methods import NPC, ColumnPlan
 from .nystrom import KernelSpan, span_coordinates
 
@@ -50,7 +50,7 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
                 {p: ColumnPlan(m.noise, m.kernel_scale, o.n_iter) for p in range(P)})
     run.spans, be = {p: [] for p in range(P)}, DaskBackend(split_every)
     for t in range(o.n_iter):
-        Hb = run.rows_at[t] = H[run.basis].compute()                   # the basis rows of H^t: N' of them
+        Hb = run.rows_at[t] = take_rows(H, run.basis)                  # the basis rows of H^t: N' of them, each chunk its own
         spans = {p: _step_span(run, p, H, Hb, be) for p in range(P)}
         for p, span in spans.items():
             run.spans[p].append(span)

@@ -16,7 +16,7 @@ import dask.dataframe as dd
 from sklearn.utils.validation import check_is_fitted
 
 from .ard import fit_ard_joint_gram
-from .combination import Options
+from .combination import Options, warn_unchanged
 from .core import NormStats, one_blas_thread
 from .kernels import gaussian_kernel, gram_stats, kernel_matvec
 from .kstats import Backend, CPUBackend, KernelStats
@@ -307,6 +307,7 @@ def fit_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask Data
              *,
              one: bool = True, # the target is one column given as a scalar (`params`, `relevance` as for a 1-D target)
              split_every: int = 8, # chunks' sums added per node of the reduction trees
+             stacklevel: int = 2, # of the warning that nothing changed (label-free defaults), counted from the caller
             ) -> DaskFit:
     "The fit of `Combiner.fit` from the row chunks of `X`, where they live: no N-sized array is gathered on the client."
     V, order, norm, m = prepare_chunks(X, cols, o, _check_settings)
@@ -317,6 +318,8 @@ def fit_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask Data
     plans, choices = chunk_plans(m, ChunkRows(V, fwd, basis, Hb, be, take_rows), h, weights, o)   # the label-free choices if 'auto'
     run = m.run(weights, basis, plans)
     run.spans, run.rows_at = {p: [_column_span(run, p, V, Hb, be, fwd)] for p in range(h)}, {0: Hb}
+    if o.n_iter == "auto" and choices and all(plans[p].n_iter == 0 for p in range(h)):
+        warn_unchanged(stacklevel + 1)                                 # as `combine` warns
     return DaskFit(run, norm, N, *_reported(run, h, one, o.ard, m.is_auto(o.n_iter)), choices)
 
 # %% ../nbs/07g_distributed.ipynb #46c29e3c
