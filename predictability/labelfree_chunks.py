@@ -17,7 +17,7 @@ from .blocks import _check_weights, _scaled_columns
 from .labelfree import (DISCRETE_LEVELS, FIT_ROWS, ChoiceSteps, NystromEvidence, choose, fit_gp,
                                       mutual_r2_gram, nystrom_evidence, relevance_test_widths)
 from .kstats import KernelStats
-from .methods import ColumnPlan, exclude_near_copy
+from .methods import ColumnPlan, exclude_near_copy, near_copy
 from .nystrom import span_coordinates
 
 # %% ../nbs/07j_labelfree_chunks.ipynb #30028c0f
@@ -204,19 +204,16 @@ def _choice(src, p, o, w, basis, settings):
 
 # %% ../nbs/07j_labelfree_chunks.ipynb #53068b97
 def _near_copy(src, p, o, h, basis, settings, alpha=0.01):
-    "As in memory (`combine`'s choices): (j, (choice, weights)) when reference j is a near-copy of column `p`, else (None, None)."
+    "`near_copy` of column `p` among its references in `o`, over the chunks (as in memory: `combine`'s choices)."
     refs = o[o >= h]
-    if len(refs) < 2:
-        return None, None
-    r = np.abs(_correlations(src, np.r_[p, refs])[0, 1:])
-    j, tol = refs[int(np.argmax(r))], 3 * np.sqrt(2 / src.n)
-    if 1 - r.max() ** 2 >= tol:
-        return None, None
-    rest = o[o != j]
-    w = fit_ard_joint_gram(src.n * _correlations(src, np.r_[p, rest]), src.n, rows=[0])[0, 1:] \
-        if settings["compare_weights"] else settings["weights"][p, rest]
-    c = _choice(src, p, rest, w if w.sum() > 0 else None, basis, settings["choose"])
-    return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
+    r = np.abs(_correlations(src, np.r_[p, refs])[0, 1:]) if len(refs) >= 2 else None
+    def without(j):                                    # ARD refitted without the copy (it took all the weight)
+        rest = o[o != j]
+        w = fit_ard_joint_gram(src.n * _correlations(src, np.r_[p, rest]), src.n, rows=[0])[0, 1:] \
+            if settings["compare_weights"] else settings["weights"][p, rest]
+        return _choice(src, p, rest, w if w.sum() > 0 else None, basis, settings["choose"]), w
+    return near_copy(r, refs, src.n, without, alpha=alpha)
+
 
 # %% ../nbs/07j_labelfree_chunks.ipynb #fe9c490c
 def chunk_plans(m,            # the method (`NPC`) with its settings

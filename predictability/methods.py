@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'SCREEN_BASIS', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run',
-           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'exclude_near_copy', 'LinearSpan', 'MTL', 'make_method']
+           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'near_copy', 'exclude_near_copy', 'LinearSpan', 'MTL',
+           'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -382,21 +383,30 @@ def _screen_basis(idx) -> np.ndarray:
     idx = np.asarray(idx)
     return idx[basis_indices(len(idx), SCREEN_BASIS)]
 
-def _near_copy(Hbar, p, o, h, choice_of, *, alpha=0.01):
-    """Is the reference of `o` most correlated with column `p` a near-copy of it (the paper's discussion: ARD then
-    picks it alone and the output is the input)? It is when the other references carry the column's signal (their
-    guard passes, `choice_of(rest)`) and what it leaves of the column, $1-r_j^2$, is indistinguishable from zero at the
+def near_copy(r, # (R,) |correlations| of column p with the references `refs` (unit-norm, centred columns)
+              refs, # the references' columns
+              n: int, # N
+              choice_without, # `choice_without(j)`: (the column's choice, its weights) on the references but j
+              alpha: float = 0.01, # the level of the other references' guard
+             ) -> tuple: # (j, `choice_without(j)`) or (None, None)
+    """Is the reference most correlated with column p a near-copy of it (the paper's discussion: ARD then picks it
+    alone and the output is the input)? It is when the other references carry the column's signal (their guard
+    passes, `choice_without(j)`) and what it leaves of the column, $1-r_j^2$, is indistinguishable from zero at the
     precision of the column's noise share $\\hat\\nu_{-j}$ that their GP estimates: $1-r_j^2<3\\sqrt{2/N}\\,\\hat\\nu_{-j}$
-    (three standard errors of a variance share). Returns (j, `choice_of(rest)`) or (None, None)."""
-    n, refs = Hbar.shape[0], o[o >= h]
+    (three standard errors of a variance share)."""
     if len(refs) < 2:
         return None, None
-    r = np.abs(Hbar[:, refs].T @ Hbar[:, p])           # correlations: the columns are unit-norm and centred
     j, tol = refs[int(np.argmax(r))], 3 * np.sqrt(2 / n)
     if 1 - r.max() ** 2 >= tol:                        # not even below the tolerance with nu = 1: no GP fit paid
         return None, None
-    c, w = choice_of(o[o != j])
+    c, w = choice_without(j)
     return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
+
+def _near_copy(Hbar, p, o, h, choice_of, *, alpha=0.01):
+    "`near_copy` of column `p` of `Hbar` among its references in `o`; `choice_of(rest)` chooses on the columns `rest`."
+    refs = o[o >= h]
+    r = np.abs(Hbar[:, refs].T @ Hbar[:, p]) if len(refs) >= 2 else None   # the columns are unit-norm and centred
+    return near_copy(r, refs, Hbar.shape[0], lambda j: choice_of(o[o != j]), alpha=alpha)
 
 def exclude_near_copy(c, # the target column's `LabelFreeChoice` on the other references
                       j: int, # the near-copy's column
