@@ -228,6 +228,8 @@ def _column_span(run, p: int, H0, Hb, backend, rows=None) -> KernelSpan:
     """Target column `p`'s fixed run as its last iterate's `KernelSpan`: statistics in one pass, the iterate's mean and
     norm in another; `H0`'s chunks are mapped by `rows` (a function of a chunk giving $H^0$'s rows, or None) in the same task."""
     N, plan, n = H0.shape[0], run.plans[p], len(Hb)
+    if plan.n_iter == 0:                               # the input itself (centred, unit norm): no pass, as in memory
+        return KernelSpan(1.0, np.zeros(n), 0.0)
     B = run.features(p, Hb, N)
     S = backend._sum(_chunk_gram, H0, None, B, n + 2, prep=_ColumnRows(run, p, N, rows))
     with one_blas_thread():
