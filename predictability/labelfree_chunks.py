@@ -176,7 +176,7 @@ def _stop(self, p, fit, max_iter, lam, kappa) -> tuple:
     "(t, None): the stopping rule from the span coordinates and one pass for their Gram (`span_cosines`); no iterate is kept."
     st, ev, src = fit.evidence.stats, fit.evidence, self.src
     alpha, U = span_coordinates(st, st.kf.reshape(-1), max_iter, noise=fit.noise, lam=lam)
-    Z = st.matvec(np.c_[U, st.whitening(ev.U @ (ev.c[:, 0] / (ev.d + fit.noise)))])   # [K U, K v]: GP mean m = C_N K v
+    Z = st.matvec(np.c_[U, ev.whitening(ev.U @ (ev.c[:, 0] / (ev.d + fit.noise)))])   # [K U, K v]: GP mean m = C_N K v
     if isinstance(Z, np.ndarray):                      # N <= FIT_ROWS: the statistics of the gathered rows
         A = np.c_[Z, src.rows(np.arange(src.n))[1][:, p]]
         S = np.vstack([A.T @ A, A.sum(axis=0)])
