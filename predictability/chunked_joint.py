@@ -37,7 +37,7 @@ def _sweep_rows(Z, run, spans: dict, Hb, n: int):
 
 # %% ../nbs/07i_joint_chunks.ipynb #4c694311
 def _same(c):
-    "A chunk of $H^0$ is its own rows of $H^0$ (`ChunkRows`' forward map; a function of the module: it pickles by name)."
+    "`ChunkRows`' forward map for chunks of $H^0$: the rows as they are (a module function: it pickles by name)."
     return c
 
 def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask DataFrame
@@ -46,14 +46,15 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
                    *,
                    one: bool = True, # the target is one column given as a scalar
                    split_every: int = 8, # chunks' sums added per node of the reduction trees
-                   stacklevel: int = 2, # of the warning that nothing changed (label-free defaults), counted from the caller
+                   stacklevel: int = 2, # of the warning that nothing changed, counted from the caller
                   ) -> DaskFit:
-    "The joint fit of `Combiner.fit` from the row chunks of `X`: every column's plan, then $H^t$ persisted on the workers, $N'$ rows a sweep to the client."
+    "The joint fit of `Combiner.fit` from `X`'s row chunks: every column's plan, then sweeps of $H^t$ on the workers."
     V, order, norm, m = prepare_chunks(X, cols, o, _check_joint)
-    (N, P), h, V, auto = V.shape, len(cols), V[:, order], m.is_auto(o.n_iter)   # targets first, as the replay reads rows
+    (N, P), h, V, auto = V.shape, len(cols), V[:, order], m.is_auto(o.n_iter)   # targets first (the replay's order)
     H, be = V.map_blocks(norm.forward, N, dtype=np.float64).persist(), DaskBackend(split_every)   # H^0
-    weights, basis = chunk_weights(H, h, o.ard, N, every_row=not auto), m.basis_rows(N, o.rng)   # auto: references' rows as chosen
-    Hb = take_rows(H, basis)                                            # H^0's basis rows: N' of them, each chunk its own
+    weights = chunk_weights(H, h, o.ard, N, every_row=not auto)       # auto: a reference's row when it may move
+    basis = m.basis_rows(N, o.rng)
+    Hb = take_rows(H, basis)                                           # H^0's basis rows, each chunk its own
     plans, choices = chunk_plans(m, ChunkRows(H, _same, basis, Hb, be, take_rows), h, weights, o, cols=range(P))
     run = m.run(weights, basis, plans)
     run.spans = {}
