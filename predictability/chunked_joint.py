@@ -9,9 +9,10 @@ __all__ = ['fit_joint_dask']
 import numpy as np
 import dask.array as da
 
-from .combination import Options
+from .combination import Options, warn_unchanged
 from .distributed import DaskBackend, DaskFit, chunk_weights, prepare_chunks, take_rows
-from .methods import NPC, ColumnPlan
+from .labelfree_chunks import ChunkRows, chunk_plans
+from .methods import NPC
 from .nystrom import KernelSpan, span_coordinates
 
 # %% ../nbs/07i_joint_chunks.ipynb #6390b100
@@ -35,43 +36,54 @@ def _sweep_rows(Z, run, spans: dict, Hb, n: int):
     return new
 
 # %% ../nbs/07i_joint_chunks.ipynb #4c694311
+def _same(c):
+    "`ChunkRows`' forward map for chunks of $H^0$: the rows as they are (a module function: it pickles by name)."
+    return c
+
 def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask DataFrame
                    cols: list, # the target columns' positions (`target_columns`)
-                   o: Options, # the checked settings (`combine_options`): joint, NPC, fixed settings, float64
+                   o: Options, # the checked settings (`combine_options`): joint, NPC in float64 on the CPU
                    *,
                    one: bool = True, # the target is one column given as a scalar
                    split_every: int = 8, # chunks' sums added per node of the reduction trees
+                   stacklevel: int = 2, # of the warning that nothing changed, counted from the caller
                   ) -> DaskFit:
-    "The joint fit of `Combiner.fit` from the row chunks of `X`: $H^t$ persisted on the workers, $N'$ rows a sweep to the client."
+    "The joint fit of `Combiner.fit` from `X`'s row chunks: every column's plan, then sweeps of $H^t$ on the workers."
     V, order, norm, m = prepare_chunks(X, cols, o, _check_joint)
-    (N, P), h, V = V.shape, len(cols), V[:, order]                    # targets first, as the replay reads rows
-    H = V.map_blocks(norm.forward, N, dtype=np.float64).persist()      # H^0
-    run = m.run(chunk_weights(H, h, o.ard, N, every_row=True), m.basis_rows(N, o.rng),
-                {p: ColumnPlan(m.noise, m.kernel_scale, o.n_iter) for p in range(P)})
-    run.spans, be = {p: [] for p in range(P)}, DaskBackend(split_every)
-    for t in range(o.n_iter):
-        Hb = run.rows_at[t] = take_rows(H, run.basis)                  # the basis rows of H^t: N' of them, each chunk its own
-        spans = {p: _step_span(run, p, H, Hb, be) for p in range(P)}
+    (N, P), h, V, auto = V.shape, len(cols), V[:, order], m.is_auto(o.n_iter)   # targets first (the replay's order)
+    H, be = V.map_blocks(norm.forward, N, dtype=np.float64).persist(), DaskBackend(split_every)   # H^0
+    weights = chunk_weights(H, h, o.ard, N, every_row=not auto)       # auto: a reference's row when it may move
+    basis = m.basis_rows(N, o.rng)
+    Hb = take_rows(H, basis)                                           # H^0's basis rows, each chunk its own
+    plans, choices = chunk_plans(m, ChunkRows(H, _same, basis, Hb, be, take_rows), h, weights, o, cols=range(P))
+    run = m.run(weights, basis, plans)
+    run.spans = {}
+    for t in range(max(plans[p].n_iter for p in range(h))):           # references move only while a target column does
+        Hb = run.rows_at[t] = Hb if t == 0 else take_rows(H, basis)   # the basis rows of H^t
+        spans = {p: _step_span(run, p, H, Hb, be) for p in range(P) if t < plans[p].n_iter}   # each its own sweeps
         for p, span in spans.items():
-            run.spans[p].append(span)
+            run.spans.setdefault(p, []).append(span)
         H = H.map_blocks(_sweep_rows, run, spans, Hb, N, dtype=np.float64).persist()
-    return DaskFit(run, norm, N, *_joint_reported(run, h, one, o.ard))
+    if o.n_iter == "auto" and choices and all(plans[p].n_iter == 0 for p in range(h)):
+        warn_unchanged(stacklevel + 1)                                 # as `combine` warns
+    return DaskFit(run, norm, N, *_joint_reported(run, h, one, o.ard, auto), choices)
 
 # %% ../nbs/07i_joint_chunks.ipynb #4236e1d8
 def _check_joint(o):
     "The method of the settings `o`, when the joint chunked fit takes them."
     m = o.method
-    if not isinstance(m, NPC) or not o.joint or m.is_auto(o.n_iter) or m.precision != "float64" or m.device != "cpu" \
+    if not isinstance(m, NPC) or not o.joint or m.precision != "float64" or m.device != "cpu" \
             or not isinstance(o.ard, (bool, np.bool_)):
-        raise ValueError("a joint fit from Dask chunks (joint=False fits the targets only) takes method='npc' with "
-                         "numbers for noise, kernel_scale and n_iter (float64 on the CPU, ard True or False); for the "
-                         "label-free defaults, fit joint=False from the chunks, or fit the Combiner on rows in memory (e.g. a sample: `X[:n].compute()`) and "
-                         "transform the chunks.")
+        raise ValueError("a joint fit from Dask chunks takes method='npc' in float64 on the CPU, ard True or False (the "
+                         "label-free defaults or numbers for noise, kernel_scale and n_iter); for other settings, fit "
+                         "the Combiner on rows in memory (e.g. a sample: `X[:n].compute()`) and transform the chunks.")
     return m
 
-def _joint_reported(run, h: int, one: bool, ard: bool) -> tuple:
+def _joint_reported(run, h: int, one: bool, ard: bool, auto: bool = False) -> tuple:
     "(params, relevance) as `combine` reports them for a joint run of `h` target columns."
     pick = lambda v: v[0] if one or len(set(v)) == 1 else list(v)
     params = dict(method=run.method.name, n_iter=len(run.rows_at), joint=True, ard=bool(ard),
                   **run.method.params(run.plans, h, pick, run.basis), device=run.method.device)
+    if auto:                                            # the label-free choices: each target column's own iterations
+        params["n_iter_per_column"] = pick([run.plans[p].n_iter for p in range(h)])
     return params, (run.weights[0, 1:] if one else run.weights[:h]).copy() if ard else None

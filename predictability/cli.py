@@ -524,17 +524,13 @@ def _dask_client(args):
 # %% ../nbs/13_cli.ipynb #b495c571
 def _check_chunked_fit(args, by: str):
     "Refuse, before anything is read, the settings a fit from row chunks does not take, naming the flags to give."
-    joint = not args.no_joint                         # the label-free defaults from chunks: target-only fits
-    need = [flag for flag, ok in (("--method npc", args.method == "npc"),
-                                  ("--noise S", args.noise != "auto" or not joint),
-                                  ("--kernel-scale K", args.kernel_scale != "auto" or not joint),
-                                  ("--n-iter N", args.n_iter != "auto" or not joint), ("--precision float64", args.precision == "float64"),
+    need = [flag for flag, ok in (("--method npc", args.method == "npc"), ("--precision float64", args.precision == "float64"),
                                   ("--device cpu", args.device == "cpu")) if not ok]
     if need:
-        raise ValueError(f"{by}: a fit from row chunks takes --method npc (float64 on the CPU) and, jointly, numbers for "
-                         f"--noise, --kernel-scale and --n-iter; give {', '.join(need)}. With --no-joint it takes the "
-                         "label-free defaults; jointly they need the rows in memory: fit on a sample of them (a Parquet "
-                         "file, without --workers, --scheduler or --chunk-rows), then apply the model in chunks.")
+        raise ValueError(f"{by}: a fit from row chunks takes --method npc (float64 on the CPU), joint or --no-joint, with "
+                         f"the label-free defaults or numbers for --noise, --kernel-scale and --n-iter; give "
+                         f"{', '.join(need)}, or fit on a sample of the rows in memory (a Parquet file, without "
+                         "--workers, --scheduler or --chunk-rows), then apply the model in chunks.")
 
 # %% ../nbs/13_cli.ipynb #05175631
 def _new_model(args, names, k: int, n: int):

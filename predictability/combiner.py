@@ -154,7 +154,8 @@ def _fit_chunks(self, X):
     kw = self.get_params()
     kw.pop("targets")
     o = combine_options(**kw)
-    d = fit_joint_dask(X, cols, o, one=one) if o.joint else fit_dask(X, cols, o, one=one, stacklevel=3)   # warns at fit's caller
+    fit = fit_joint_dask if o.joint else fit_dask
+    d = fit(X, cols, o, one=one, stacklevel=3)   # warns at fit's caller
     set_fitted(self, X, cols, one, Replay(d.run, d.norm, d.n, len(cols)), d.params, d.choices, d.relevance)
     return self
 

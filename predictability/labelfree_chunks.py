@@ -17,7 +17,7 @@ from .blocks import _check_weights, _scaled_columns
 from .labelfree import (DISCRETE_LEVELS, FIT_ROWS, ChoiceSteps, NystromEvidence, choose, fit_gp,
                                       mutual_r2_gram, nystrom_evidence, relevance_test_widths)
 from .kstats import KernelStats
-from .methods import ColumnPlan, exclude_near_copy, near_copy
+from .methods import ColumnPlan, column_choices
 from .nystrom import span_coordinates
 
 # %% ../nbs/07j_labelfree_chunks.ipynb #30028c0f
@@ -196,60 +196,39 @@ def _correlations(src: ChunkRows, cols) -> np.ndarray:
     d = np.sqrt(np.diag(C))
     return C / np.outer(d, d)
 
-def _choice(src, p, o, w, basis, settings):
-    "`choose` of target column `p` on the references `o` with weights `w` (None: equal) over the chunks."
-    ftest = Features.of(o, None, src.n) if settings["ard"] else None
-    kw = {k: v for k, v in settings.items() if k != "ard"}
-    return choose(p, Features.of(o, w, src.n), basis, X_test=ftest, steps=ChunkSteps(src), **kw)
+def _choose(self, p, o, w, idx, ard: bool, **kw):
+    "`choose` of column `p` on the columns `o` weighted by `w` (None: equal) over the chunks; with `ard` the guard sees them unweighted."
+    X_test = Features.of(o, None, self.n) if ard else None
+    return choose(p, Features.of(o, w, self.n), idx, X_test=X_test, steps=ChunkSteps(self), **kw)
 
-# %% ../nbs/07j_labelfree_chunks.ipynb #53068b97
-def _near_copy(src, p, o, h, basis, settings, alpha=0.01):
-    "`near_copy` of column `p` among its references in `o`, over the chunks (as in memory: `combine`'s choices)."
-    refs = o[o >= h]
-    r = np.abs(_correlations(src, np.r_[p, refs])[0, 1:]) if len(refs) >= 2 else None
-    def without(j):                                    # ARD refitted without the copy (it took all the weight)
-        rest = o[o != j]
-        w = fit_ard_joint_gram(src.n * _correlations(src, np.r_[p, rest]), src.n, rows=[0])[0, 1:] \
-            if settings["compare_weights"] else settings["weights"][p, rest]
-        return _choice(src, p, rest, w if w.sum() > 0 else None, basis, settings["choose"]), w
-    return near_copy(r, refs, src.n, without, alpha=alpha)
+def _guard(self, p, o, basis, *, random_state, backend):
+    "`relevance_test_widths` of column `p` on the columns `o`, equally weighted: on rows gathered (drawn as in memory)."
+    return ChunkSteps(self).relevance_test_widths(p, Features.of(o, None, self.n), basis, noise=None, n_perm=99,
+                                                  random_state=random_state, rows=None, backend=backend, evidences=None)
 
+def _ard_row(self, p, o=None) -> np.ndarray:
+    "ARD's weights of column `p` on the columns `o` (None: its row over every column), from the Gram of $H^0$."
+    cols = np.arange(self.P) if o is None else np.r_[p, o]
+    W = fit_ard_joint_gram(self.n * _correlations(self, cols), self.n, rows=[p if o is None else 0])
+    return W[p] if o is None else W[0, 1:]
+
+ChunkRows.choose, ChunkRows.guard, ChunkRows.ard_row = _choose, _guard, _ard_row
+ChunkRows.correlations = lambda self, p, o: _correlations(self, np.r_[p, o])[0, 1:]   # of column p with the columns o
 
 # %% ../nbs/07j_labelfree_chunks.ipynb #fe9c490c
 def chunk_plans(m,            # the method (`NPC`) with its settings
                 src: ChunkRows, # $H^0$ as the fit holds it
                 h: int,       # the target columns (the first h of $H^0$)
-                weights,      # (P, P) the relevance weights (`chunk_weights`); rows of the targets set here as in memory
+                weights,      # (P, P) the relevance weights (`chunk_weights`); rows set here as in memory
                 o,            # the checked settings (`combine_options`)
+                cols=None,    # the columns to plan: None, the targets (`joint=False`); every column for a joint fit
                ) -> tuple:    # ({p: `ColumnPlan`}, [`LabelFreeChoice`])
-    "The target columns' plans: the settings given, else the label-free choice of what is 'auto', as `combine(..., joint=False)` makes them."
+    "The plans of `cols`: the settings given, else the label-free choice of what is 'auto', as `combine` makes them (`column_choices`)."
+    cols = list(range(h) if cols is None else cols)
     if not m.is_auto(o.n_iter):
-        return {p: ColumnPlan(m.noise, m.kernel_scale, int(o.n_iter)) for p in range(h)}, []
+        return {p: ColumnPlan(m.noise, m.kernel_scale, int(o.n_iter)) for p in cols}, []
     ard = bool(o.ard)
-    settings = dict(ard=ard, compare_weights=ard, weights=weights, choose=dict(
-        ard=ard, noise=m.noise, kernel_scale=m.kernel_scale, n_iter=o.n_iter, lam=m.lam, random_state=o.perm_rng,
-        backend=m.backend(None), compare_weights=ard))
-    out, copies = [], []
-    for p in range(h):
-        c, o_p = _target_choice(src, p, h, weights, copies, settings)
-        if c.equal_weights:                            # ARD's weights missed what equal weights see
-            weights[p, o_p] = 1.0 / len(o_p)
-        out.append(c)
-    return {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter) for p, c in enumerate(out)}, out
-
-# %% ../nbs/07j_labelfree_chunks.ipynb #83967434
-def _target_choice(src, p, h, weights, copies, settings):
-    "Target column `p`'s choice and its references, a near-copy among them left out (`weights` and `copies` updated)."
-    o = np.r_[0:p, p + 1:src.P]
-    o = o[~np.isin(o, copies)]
-    j, cw = _near_copy(src, p, o, h, src.basis, settings)
-    if j is None:
-        c = _choice(src, p, o, weights[p, o] if weights[p, o].sum() > 0 else None, src.basis, settings["choose"])
-    else:
-        (c, w), o = cw, o[o != j]
-        weights[p] = 0.0
-        weights[p, o] = w
-        copies.append(j)
-        exclude_near_copy(c, j, p, h, float(_correlations(src, [j, p])[0, 1]), stacklevel=5)
-    c.stats = c.history = None                         # no N-sized state, nor a graph of the chunks, is kept
-    return c, o
+    out = column_choices(src, h, cols, weights, src.basis, ard=ard, noise=m.noise, kernel_scale=m.kernel_scale,
+                         n_iter=o.n_iter, lam=m.lam, rng=o.perm_rng, backend=m.backend(None), compare_weights=ard,
+                         fit_rows=ard, keep=(), stacklevel=5)   # keep=(): no N-sized state, nor a graph of the chunks
+    return {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter) for p, c in zip(cols, out)}, out

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'SCREEN_BASIS', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run',
-           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'near_copy', 'exclude_near_copy', 'LinearSpan', 'MTL',
-           'make_method']
+           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'HeldColumns', 'near_copy', 'exclude_near_copy', 'column_choices',
+           'LinearSpan', 'MTL', 'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -232,12 +232,13 @@ class _GP(Method):
 
 # %% ../nbs/07c_methods.ipynb #2b9ebffc
 def _gp_plans(self, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None):
-    "Every column's `ColumnPlan`: the settings given, else the label-free choice (`_choices`, on the run's `backend`) of what is 'auto'."
+    "Every column's `ColumnPlan`: the settings given, else the label-free choice (`column_choices`, on the run's `backend`) of what is 'auto'."
     if not self.is_auto(n_iter):
         return {p: ColumnPlan(self.noise, self.kernel_scale, int(n_iter)) for p in cols}, []
-    choices = _choices(Hbar, h, cols, weights, basis, ard=ard, noise=self.noise, kernel_scale=self.kernel_scale,
-                       n_iter=n_iter, lam=self.lam, rng=rng, backend=backend or self.backend(Hbar),
-                       compare_weights=ard and not given, fit_rows=ard and not given)   # it sets rows of `weights`
+    choices = column_choices(HeldColumns(Hbar), h, cols, weights, basis, ard=ard, noise=self.noise,
+                             kernel_scale=self.kernel_scale, n_iter=n_iter, lam=self.lam, rng=rng,
+                             backend=backend or self.backend(Hbar), compare_weights=ard and not given,
+                             fit_rows=ard and not given, keep=range(h))   # it sets rows of `weights`
     plans = {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter, *((c.stats, c.history) if p < h else ()))
              for p, c in zip(cols, choices)}       # a target column's statistics and iterates, used once
     for c in choices:
@@ -374,6 +375,32 @@ def _npc_fixed(self, run, p, H0):
 
 NPC.step, NPC.fixed = _npc_step, _npc_fixed
 
+# %% ../nbs/07c_methods.ipynb #d876040f
+class HeldColumns:
+    """The columns $\\overline H$ (N, P) in memory, unit-norm and centred, as the label-free choices (`column_choices`)
+    read them: a column's choice, a reference's guard, ARD's weights, correlations. A fit from row chunks reads the
+    same from the chunks (`predictability.labelfree_chunks.ChunkRows` has these methods)."""
+    def __init__(self, Hbar, # (N, P) the columns, unit-norm and centred (held, not copied)
+                ):
+        self.H, (self.n, self.P) = Hbar, Hbar.shape
+
+    def choose(self, p, o, w, idx, ard: bool, **kw) -> LabelFreeChoice:
+        "`choose` of column `p` on the columns `o` weighted by `w` (None: equal), basis `idx`; with `ard` the guard sees them unweighted."
+        Ho = self.H[:, _as_slice(o)]                   # a view when contiguous: no copy
+        return choose(self.H[:, p], _model_features(Ho, w), idx, X_test=_model_features(Ho) if ard else None, **kw)
+
+    def guard(self, p, o, basis, **kw):
+        "`relevance_test_widths` of column `p` on the columns `o`, equally weighted, with the basis rows `basis`."
+        return relevance_test_widths(self.H[:, p], _model_features(self.H[:, _as_slice(o)]), basis, **kw)
+
+    def ard_row(self, p, o=None) -> np.ndarray:
+        "ARD's weights of column `p` on the columns `o`; None: its row of the (P, P) weights of every column."
+        return fit_ard_joint(self.H, rows=[p])[p] if o is None else fit_ard_joint(self.H[:, np.r_[p, o]], rows=[0])[0, 1:]
+
+    def correlations(self, p, o) -> np.ndarray:
+        "The correlations of column `p` with the columns `o` (unit-norm, centred columns: their dot products)."
+        return self.H[:, o].T @ self.H[:, p]
+
 # %% ../nbs/07c_methods.ipynb #ab81153e
 MOVE_WEIGHT = 0.01   # a reference whose share of every target column's kernel weights is below this is not denoised
 SCREEN_BASIS = 100   # basis rows of a reference's guard: it asks only whether the other references predict it at all
@@ -402,11 +429,11 @@ def near_copy(r, # (R,) |correlations| of column p with the references `refs` (u
     c, w = choice_without(j)
     return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
 
-def _near_copy(Hbar, p, o, h, choice_of, *, alpha=0.01):
-    "`near_copy` of column `p` of `Hbar` among its references in `o`; `choice_of(rest)` chooses on the columns `rest`."
+def _near_copy(src, p, o, h, choice_of, *, alpha=0.01):
+    "`near_copy` of column `p` of `src` (`HeldColumns`) among its references in `o`; `choice_of(rest)` chooses on the columns `rest`."
     refs = o[o >= h]
-    r = np.abs(Hbar[:, refs].T @ Hbar[:, p]) if len(refs) >= 2 else None   # the columns are unit-norm and centred
-    return near_copy(r, refs, Hbar.shape[0], lambda j: choice_of(o[o != j]), alpha=alpha)
+    r = np.abs(src.correlations(p, refs)) if len(refs) >= 2 else None
+    return near_copy(r, refs, src.n, lambda j: choice_of(o[o != j]), alpha=alpha)
 
 def exclude_near_copy(c, # the target column's `LabelFreeChoice` on the other references
                       j: int, # the near-copy's column
@@ -424,8 +451,24 @@ def exclude_near_copy(c, # the target column's `LabelFreeChoice` on the other re
                   "(see `res.choices`): with it, the output would be the input.", stacklevel=stacklevel + 1)
 
 # %% ../nbs/07c_methods.ipynb #bd313979
-def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, lam, rng, backend, compare_weights=True,
-             fit_rows=False):
+def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), `ChunkRows` (from row chunks), or an (N, P) array
+                   h: int, # the target columns (the first h)
+                   cols, # the columns to choose for
+                   weights: np.ndarray, # (P, P) relevance weights: rows are set here (see below)
+                   idx, # the Nystrom basis rows
+                   *,
+                   ard: bool, # ARD weights (the guards see the references without them)
+                   noise, # $\sigma^2$ or "auto" (`choose`'s)
+                   kernel_scale, # $\sigma_k^2$ or "auto"
+                   n_iter, # iterations or "auto"
+                   lam: float, # $\lambda_J$ of the run
+                   rng, # the relevance tests' generator (`choose`'s `random_state`)
+                   backend, # the run's back end
+                   compare_weights: bool = True, # equal weights for a column they explain better than ARD's
+                   fit_rows: bool = False, # fit a reference's ARD row here, when it is to be denoised
+                   keep=None, # the columns whose choices keep their statistics and iterates (None: all)
+                   stacklevel: int = 4, # of the near-copy warning, counted from the caller
+                  ) -> list: # a `LabelFreeChoice` per column of `cols`
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
     target's own noise cannot make a clean reference look worth denoising. The relevance test sees the other columns
@@ -436,20 +479,23 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
     references (`_near_copy`) is left out of its kernel (weight 0, ARD refitted on the rest), with a warning. A
     reference whose share of every target column's weights is below `MOVE_WEIGHT` is not denoised: its moves change
     the target's squared distances by at most that share (`weights` is updated in place). With
-    `fit_rows`, a reference's ARD row is fitted here, when it is to be denoised (`combine` fits the targets' rows)."""
-    out = []
+    `fit_rows`, a reference's ARD row is fitted here, when it is to be denoised (`combine` fits the targets' rows).
+    Every read of the columns goes through `src`, so the choices in memory and from row chunks are one rule."""
+    src = HeldColumns(src) if isinstance(src, np.ndarray) else src
+    kw = dict(noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam, random_state=rng, backend=backend,
+              compare_weights=compare_weights)
     def choice(p, o, w):                               # column p on the references o with weights w (None: equal)
-        Ho = Hbar[:, _as_slice(o)]                     # a view when contiguous: no copy
-        X_test = _model_features(Ho) if ard else None   # the guard's: no ARD weights fitted on p
-        return choose(Hbar[:, p], _model_features(Ho, w), idx, X_test=X_test, noise=noise, kernel_scale=kernel_scale,
-                      n_iter=n_iter, lam=lam, random_state=rng, backend=backend, compare_weights=compare_weights)
+        c = src.choose(p, o, w, idx, ard, **kw)        # with ARD its guard sees o unweighted: no weights fitted on p
+        if keep is not None and p not in keep:
+            c.stats = c.history = None                 # not used by the run: not held
+        return c
     def without(p, rest):                              # ARD refitted without the copy (it took all the weight)
-        w = fit_ard_joint(Hbar[:, np.r_[p, rest]], rows=[0])[0, 1:] if compare_weights else weights[p, rest]
+        w = src.ard_row(p, rest) if compare_weights else weights[p, rest]
         return choice(p, rest, w if w.sum() > 0 else None), w
-    copies = []                                        # near-copies of a target column: out of every kernel
+    out, copies = [], []                               # copies: near-copies of a target column, out of every kernel
     for p in cols:
-        o = _others(p, Hbar.shape[1])
-        if p >= h and Hbar.shape[1] - h >= 2:
+        o = _others(p, src.P)
+        if p >= h and src.P - h >= 2:
             o = o[o >= h]
         o = o[~np.isin(o, copies)]
         reach = [weights[q, p] / weights[q].sum() for q in range(h) if weights[q].sum() > 0]
@@ -460,17 +506,16 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
                                        "kernel weights: its moves cannot matter, not denoised"))
             continue
         if p >= h and fit_rows and not weights[p].any():   # ARD's row of a reference, fitted only when it may move:
-            test = relevance_test_widths(Hbar[:, p], _model_features(Hbar[:, _as_slice(o)]), _screen_basis(idx),
-                                         random_state=rng,
-                                         backend=backend) if screen else None   # the guard first (ARD-free)
+            test = src.guard(p, o, _screen_basis(idx), random_state=rng,
+                             backend=backend) if screen else None   # the guard first (ARD-free)
             if test is not None and test.p_value > 0.01:
                 out.append(LabelFreeChoice(np.nan, np.nan, 0, test.p_value, test.statistic, f"p={test.p_value:.2g} > "
                                            "0.01: the other references predict it no better than chance, not denoised"))
                 continue
-            weights[p] = fit_ard_joint(Hbar, rows=[p])[p]
+            weights[p] = src.ard_row(p)
         if p >= h:
             weights[p, copies] = 0.0
-        j, cw = _near_copy(Hbar, p, o, h, lambda rest: without(p, rest)) if p < h else (None, None)
+        j, cw = _near_copy(src, p, o, h, lambda rest: without(p, rest)) if p < h else (None, None)
         if j is None:
             c = choice(p, o, weights[p, o] if weights[p, o].sum() > 0 else None)
         else:
@@ -478,7 +523,7 @@ def _choices(Hbar, h, cols, weights, idx, *, ard, noise, kernel_scale, n_iter, l
             weights[p] = 0.0
             weights[p, o] = w
             copies.append(j)
-            exclude_near_copy(c, j, p, h, float(Hbar[:, j] @ Hbar[:, p]), stacklevel=4)
+            exclude_near_copy(c, j, p, h, float(src.correlations(p, [j])[0]), stacklevel=stacklevel)
         if c.equal_weights:                            # ARD's weights missed what equal weights see
             weights[p, o] = 1.0 / len(o)
         out.append(c)
