@@ -53,7 +53,7 @@ class NystromEvidence:
     F: np.ndarray = field(repr=False)                       # (N, k) the targets fbar
     floor: float = NOISE_BOUNDS[0]                          # smallest $\sigma^2$ the Nystrom step can factor here
     deriv: tuple | None = field(default=None, repr=False)   # (dM, dK_BB, dk) in the same basis, for the width gradient
-    W: Whitening | None = field(default=None, repr=False)   # $\Psi$ of the evidence's $K_{BB}$ (None: `stats.whitening`)
+    W: Whitening | None = field(default=None, repr=False)   # $\Psi$ of the evidence's $K_{BB}$ (`nystrom_evidence` sets it; None: `stats.whitening`)
 
     @property
     def whitening(self) -> Whitening:
@@ -100,7 +100,7 @@ class NystromEvidence:
         return float(dd * np.log(self.yy[j] / dd) + dd * (1 + np.log(2 * np.pi)))
 
     def posterior_mean(self, noise: float, j: int = 0) -> np.ndarray:
-        "The centred GP posterior mean $K_c(M_c+\\sigma^2K_{BB})^{-1}K_c^\\top\\mathbf y$ of target `j`, (N,)."
+        "The centred GP posterior mean $K_c(M_c+\\sigma^2K_{BB})^{-1}K_c^\\top\\mathbf y$ of target `j`, (N,), with the evidence's $K_{BB}$ (its jitter)."
         u = self.whitening(self.U @ (self.c[:, j] / (self.d + noise)))
         m = self.stats.matvec(u)
         return m - m.mean()
@@ -143,7 +143,7 @@ def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`k
             deriv = (U.T @ W.congruence(dMc) @ U, U.T @ W.congruence(dB) @ U, U.T @ W.t(dKY))
     floor = max(NOISE_BOUNDS[0], -100.0 * float(d.min()))   # round-off makes S indefinite by about |min eig|
     yy = (Y * Y).sum(0) if sums is None else stats.n * np.atleast_1d(np.asarray(sums[1], dtype=np.float64))
-    return NystromEvidence(np.maximum(d, 0.0), U, c, yy, stats.n, stats, F, floor, deriv, None if jitter == 0 else W)
+    return NystromEvidence(np.maximum(d, 0.0), U, c, yy, stats.n, stats, F, floor, deriv, W)
 
 # %% ../nbs/07a_labelfree.ipynb #686d5901
 FIT_ROWS = 2000    # rows on which `fit_gp` searches the width (a random subsample when N is larger)
