@@ -59,9 +59,11 @@ def test_invariant_to_affine_maps_of_the_target(problem, a, b):
     b = b * s * float(np.std(F / s))  # a shift in the data's own units (1 + 1e-200 would be a constant)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # fixed settings: the label-free maximum likelihood moves with round-off (07_combine checks its decisions)
-        r1 = combine(F, G, n_iter=2, n_basis=25, noise=0.1, kernel_scale=1.0, progress=False)
-        r2 = combine(a * F + b, G, n_iter=2, n_basis=25, noise=0.1, kernel_scale=1.0, progress=False)
+        # fixed settings, and no ARD: ARD's weights are found to L-BFGS-B's tolerance, so along a flat direction of its
+        # evidence they move by about 1e-4 with round-off in the target (a 3-target joint fit of references at 1e-250
+        # drew that); ARD's own invariance is tested below on a well-posed problem
+        r1 = combine(F, G, n_iter=2, n_basis=25, noise=0.1, kernel_scale=1.0, ard=False, progress=False)
+        r2 = combine(a * F + b, G, n_iter=2, n_basis=25, noise=0.1, kernel_scale=1.0, ard=False, progress=False)
     # round-off in the input is amplified by the whitening of K_BB (condition up to 1e10 by design), as in 07_combine
     np.testing.assert_allclose(r2.prediction, a * r1.prediction + b, rtol=1e-5, atol=1e-5 * (abs(b) + a * np.abs(F).max()))
 
