@@ -9,8 +9,8 @@ __all__ = ['fit_joint_dask']
 import numpy as np
 import dask.array as da
 
-from .combination import Options, warn_unchanged
-from .distributed import DaskBackend, DaskFit, chunk_weights, prepare_chunks, take_rows
+from .combination import Options
+from .distributed import DaskBackend, DaskFit, warn_if_unchanged, chunk_weights, prepare_chunks, take_rows
 from .labelfree_chunks import ChunkRows, chunk_plans
 from .methods import NPC
 from .nystrom import KernelSpan, span_coordinates
@@ -64,8 +64,7 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
         for p, span in spans.items():
             run.spans.setdefault(p, []).append(span)
         H = H.map_blocks(_sweep_rows, run, spans, Hb, N, dtype=np.float64).persist()
-    if o.n_iter == "auto" and choices and all(plans[p].n_iter == 0 for p in range(h)):
-        warn_unchanged(stacklevel + 1)                                 # as `combine` warns
+    warn_if_unchanged(o, plans, choices, h, stacklevel + 1)
     return DaskFit(run, norm, N, *_joint_reported(run, h, one, o.ard, auto), choices)
 
 # %% ../nbs/07i_joint_chunks.ipynb #4236e1d8

@@ -178,14 +178,14 @@ def on_grid(log_value: float,         # log of a setting ($\sigma^2$ or $\sigma_
     k += float(2.0 ** (k * SETTING_STEP) < bounds[0]) - float(2.0 ** (k * SETTING_STEP) > bounds[1])
     return float(2.0 ** (k * SETTING_STEP))
 
-def _ml_noise(ev: NystromEvidence, noise, scale: float) -> tuple:
-    "($\\sigma^2$, $\\sigma_k^2$, $\\mathcal E$ there): the ML noise at the width `scale`, on the grid; or the `noise` given."
+def _ml_noise(ev: NystromEvidence, noise) -> tuple:
+    "($\\sigma^2$, $\\mathcal E$ there): the ML noise of `ev` on the grid, or the `noise` given."
     if not isinstance(noise, str):
-        return float(noise), scale, ev.energy(np.log(noise))[0]
+        return float(noise), ev.energy(np.log(noise))[0]
     lo, hi, x = max(NOISE_BOUNDS[0], ev.floor), NOISE_BOUNDS[1], ev.best_noise()[0]
     at = [b for b in (lo, hi) if abs(np.log(b) - x) < np.log(2.0) * SETTING_STEP]   # at a bound, where E may be steep: the bound
     s2 = at[0] if at else on_grid(x, (lo, hi))
-    return s2, scale, ev.energy(np.log(s2))[0]
+    return s2, ev.energy(np.log(s2))[0]
 
 # %% ../nbs/07a_labelfree.ipynb #1b5dff24
 def _stats_at(X1, B1, scale, f, backend):
@@ -269,11 +269,13 @@ def fit_gp(fbar,              # (N,) unit-norm, centred target
         n_widths = len(cache)
         if sel is None and evidence is None:           # searched on all rows: the chosen width's evidence is at hand
             ev = cache[lw]
-            return GPFit(*_ml_noise(ev, noise, on_grid(lw)), n_widths, ev, n, None, cache)
+            s2, E = _ml_noise(ev, noise)
+            return GPFit(s2, on_grid(lw), E, n_widths, ev, n, None, cache)
     scale = on_grid(lw) if kernel_scale == "auto" else float(kernel_scale)
     full = evidence or (lambda w: nystrom_evidence(_stats_at(X1, B1, w, fbar, backend), fbar))
     ev = full(scale)                                   # one pass over all N rows
-    return GPFit(*_ml_noise(ev, noise, scale), n_widths + 1, ev, n_rows, sel, cache)
+    s2, E = _ml_noise(ev, noise)
+    return GPFit(s2, scale, E, n_widths + 1, ev, n_rows, sel, cache)
 
 # %% ../nbs/07a_labelfree.ipynb #850b931a
 def _energies(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:

@@ -410,30 +410,27 @@ def _screen_basis(idx) -> np.ndarray:
     idx = np.asarray(idx)
     return idx[basis_indices(len(idx), SCREEN_BASIS)]
 
-def near_copy(r, # (R,) |correlations| of column p with the references `refs` (unit-norm, centred columns)
-              refs, # the references' columns
-              n: int, # N
-              choice_without, # `choice_without(j)`: (the column's choice, its weights) on the references but j
+def near_copy(src, # the columns (`HeldColumns`, or `ChunkRows` from row chunks)
+              p: int, # the column
+              o, # its references and the other target columns (column indices)
+              h: int, # the target columns (the first h): only references (>= h) can be near-copies
+              choice_of, # `choice_of(rest)`: (the column's choice, its weights) on the columns `rest`
               alpha: float = 0.01, # the level of the other references' guard
-             ) -> tuple: # (j, `choice_without(j)`) or (None, None)
+             ) -> tuple: # (j, `choice_of(o without j)`) or (None, None)
     """Is the reference most correlated with column p a near-copy of it (the paper's discussion: ARD then picks it
     alone and the output is the input)? It is when the other references carry the column's signal (their guard
-    passes, `choice_without(j)`) and what it leaves of the column, $1-r_j^2$, is indistinguishable from zero at the
+    passes, `choice_of`) and what it leaves of the column, $1-r_j^2$, is indistinguishable from zero at the
     precision of the column's noise share $\\hat\\nu_{-j}$ that their GP estimates: $1-r_j^2<3\\sqrt{2/N}\\,\\hat\\nu_{-j}$
     (three standard errors of a variance share)."""
+    refs = o[o >= h]
     if len(refs) < 2:
         return None, None
-    j, tol = refs[int(np.argmax(r))], 3 * np.sqrt(2 / n)
+    r = np.abs(src.correlations(p, refs))
+    j, tol = refs[int(np.argmax(r))], 3 * np.sqrt(2 / src.n)
     if 1 - r.max() ** 2 >= tol:                        # not even below the tolerance with nu = 1: no GP fit paid
         return None, None
-    c, w = choice_without(j)
+    c, w = choice_of(o[o != j])
     return (j, (c, w)) if c.p_value <= alpha and 1 - r.max() ** 2 < tol * c.noise_share else (None, None)
-
-def _near_copy(src, p, o, h, choice_of, *, alpha=0.01):
-    "`near_copy` of column `p` of `src` (`HeldColumns`) among its references in `o`; `choice_of(rest)` chooses on the columns `rest`."
-    refs = o[o >= h]
-    r = np.abs(src.correlations(p, refs)) if len(refs) >= 2 else None
-    return near_copy(r, refs, src.n, lambda j: choice_of(o[o != j]), alpha=alpha)
 
 def exclude_near_copy(c, # the target column's `LabelFreeChoice` on the other references
                       j: int, # the near-copy's column
@@ -476,7 +473,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
     (without ARD the features are the same, and the test reuses the width search's statistics). With
     `compare_weights`, a column whose GP explains it better with equal weights than with ARD's gets equal weights
     (`LabelFreeChoice.equal_weights`; its row of `weights` is set here). A target column's near-copy among the
-    references (`_near_copy`) is left out of its kernel (weight 0, ARD refitted on the rest), with a warning. A
+    references (`near_copy`) is left out of its kernel (weight 0, ARD refitted on the rest), with a warning. A
     reference whose share of every target column's weights is below `MOVE_WEIGHT` is not denoised: its moves change
     the target's squared distances by at most that share (`weights` is updated in place). With
     `fit_rows`, a reference's ARD row is fitted here, when it is to be denoised (`combine` fits the targets' rows).
@@ -515,7 +512,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
             weights[p] = src.ard_row(p)
         if p >= h:
             weights[p, copies] = 0.0
-        j, cw = _near_copy(src, p, o, h, lambda rest: without(p, rest)) if p < h else (None, None)
+        j, cw = near_copy(src, p, o, h, lambda rest: without(p, rest)) if p < h else (None, None)
         if j is None:
             c = choice(p, o, weights[p, o] if weights[p, o].sum() > 0 else None)
         else:
