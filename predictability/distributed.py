@@ -19,7 +19,7 @@ from .ard import fit_ard_joint_gram
 from .combination import Options, warn_unchanged
 from .core import NormStats, one_blas_thread
 from .kernels import gaussian_kernel, gram_stats, kernel_matvec
-from .kstats import Backend, CPUBackend, KernelStats
+from .kstats import BASIS_JITTER, Backend, CPUBackend, KernelStats
 from .labelfree_chunks import ChunkRows, chunk_plans
 from .lpc import check_collinear
 from .methods import NPC, ColumnPlan, Run
@@ -109,7 +109,7 @@ class DaskBackend(Backend):
                             name=name).compute()
 
 # %% ../nbs/07g_distributed.ipynb #09af70b1
-def _stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None) -> KernelStats:
+def _stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None, jitter: float = BASIS_JITTER) -> KernelStats:
     "The statistics of the features `X` (a row-chunked Dask array), the basis `B` and `f` (a Dask array or None), in one pass."
     n, F = len(B), None if f is None else f.reshape(f.shape[0], -1)
     k = 0 if F is None else F.shape[1]
@@ -118,7 +118,7 @@ def _stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None) -> Kern
     with one_blas_thread():
         KBB = gaussian_kernel(B, B)
     return KernelStats(np.ascontiguousarray(S[:, :n]), S[:, -1].copy(), KBB, kf, self.layout, X, B, None, rtol,
-                       backend=self)
+                       backend=self, jitter=jitter)
 
 def _rmatvec(self, st, V):
     "$K^\\top V$ (N', k) for `V` (N, k), a Dask array (or a NumPy one, cut into `st.X`'s row chunks): a sum over chunks."

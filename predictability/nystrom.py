@@ -15,7 +15,7 @@ from scipy.linalg import blas as _blas
 
 from .core import as_predictors, normalize, one_blas_thread, orient
 from .kernels import gaussian_kernel
-from .kstats import KernelStats, kernel_stats, make_backend
+from .kstats import BASIS_JITTER, KernelStats, kernel_stats, make_backend
 
 # %% ../nbs/05_nystrom.ipynb #6a7ac1a5
 def basis_indices(n: int, # N, the number of points
@@ -147,7 +147,8 @@ def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centre
              n_basis: int = 300, # $N'$, the Nystrom basis size (evenly spaced rows)
              basis=None, # explicit basis row indices, overriding `n_basis`
              device: str = "cpu", # "cpu" or "cuda"
-             rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$
+             rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$ when `jitter` is 0
+             jitter: float = BASIS_JITTER, # $\delta$: the basis kernel is $K_{BB}+\delta\bar\kappa I$ (0: $K_{BB}$, truncated at `rtol`)
              max_kernel_mb: float = 256, # store $K_{GB}$ when it takes at most this; 0 streams
             ) -> np.ndarray: # f*, (N,)
     "One Nyström NPC update from the features `X`: `kernel_stats` then `npc_update`; returns the unit-norm, centred, oriented $\\mathbf f^*$."
@@ -155,7 +156,8 @@ def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centre
     n = X.shape[0]
     fbar_t = _check_step_args(fbar_t, n, noise, lam)
     idx = basis_indices(n, n_basis) if basis is None else np.asarray(basis)
-    stats = kernel_stats(X, X[idx], fbar_t, device=device, max_kernel_mb=max_kernel_mb, rtol=rtol)
+    stats = kernel_stats(X, X[idx], fbar_t, device=device, max_kernel_mb=max_kernel_mb, rtol=rtol,
+                         jitter=jitter)
     return npc_update(fbar_t, stats, noise=noise, lam=lam, kf=stats.kf)
 
 # %% ../nbs/05_nystrom.ipynb #4df149a3
@@ -166,12 +168,13 @@ def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm 
                        lam: float = 1.0, # $\lambda_J$
                        n_basis: int = 300, # $N'$, the basis size
                        basis=None, # explicit basis row indices, overriding `n_basis`
+                       jitter: float = BASIS_JITTER, # $\delta$: $K_{BB}+\delta I$ (the Gaussian kernel's diagonal is 1)
                       ) -> np.ndarray: # f*, (N,)
     "Plain NumPy reading of the paper's Nyström NPC step (the test oracle): explicit $P$, $T$, $T^{1/2}$ and $Y$."
     n = X.shape[0]
     idx = basis_indices(n, n_basis) if basis is None else np.asarray(basis)
     B = X[idx]
-    KGB, KBB = gaussian_kernel(X, B), gaussian_kernel(B, B)            # (e:nystromapprox)
+    KGB, KBB = gaussian_kernel(X, B), gaussian_kernel(B, B) + jitter * np.eye(len(B))   # (e:nystromapprox), jittered
     M = KGB.T @ KGB
     P = np.linalg.inv(M + noise * KBB)                                 # (e:qprime2), with $\sigma^2$
     T = 2 * P - P @ M @ P
@@ -269,12 +272,13 @@ def nystrom_predictability(f: np.ndarray, # (N,) the predictor
                            noise: float = 0.1, # GP noise $\sigma^2$ (> 0)
                            n_basis: int = 300, # $N'$, the basis size
                            basis=None, # explicit basis row indices, overriding `n_basis`
-                           rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$
+                           rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$ when `jitter` is 0
+                           jitter: float = BASIS_JITTER, # $\delta$: the basis kernel is $K_{BB}+\delta\bar\kappa I$ (0: $K_{BB}$, truncated at `rtol`)
                           ) -> float: # f^T Q'' f / f^T C_N f
     "Sparse-GP predictability $\\mathbf f^\\top Q''\\mathbf f/\\mathbf f^\\top C_N\\mathbf f$ (e:qprime2), from the kernel statistics."
     fbar = normalize(as_predictors(f, "f", ndim=(1,)), "f")
     X = np.ascontiguousarray(X, dtype=np.float64)
     idx = basis_indices(X.shape[0], n_basis) if basis is None else np.asarray(basis)
-    stats = kernel_stats(X, X[idx], fbar, rtol=rtol)
+    stats = kernel_stats(X, X[idx], fbar, rtol=rtol, jitter=jitter)
     S, _ = _small_problem(stats, stats.kf, noise, 1.0)
     return float(S[0, 1:] @ S[0, 1:])   # ||Phi^T V^T fbar||^2 = fbar^T Q'' fbar
