@@ -316,10 +316,11 @@ def _add_block_products(Kb, Fb, M, KF, Mb, KFb):
     KF += KFb
 
 # %% ../nbs/03a_blocks.ipynb #130cc87d
-def _gram_chunk(X, B, BT, xx, bb, F, lo, hi, block_rows, f32, direct, K=None, prod32=None):
+def _gram_chunk(X, B, BT, xx, bb, F, lo, hi, block_rows, f32, direct, K=None, prod32=None, shift=None):
     """M and K^T F (float64) over rows lo:hi, block by block. `f32`: float32 kernel blocks; `prod32` (default `f32`):
     their products in float32 too (F then float32), else the blocks are written as float64 for float64 products.
-    `K` (N, N'), of the products' dtype: the blocks are written into its rows (a stored K), else into one buffer."""
+    `K` (N, N'), of the products' dtype: the blocks are written into its rows (a stored K), else into one buffer.
+    `shift` (N',) c, of the products' dtype: the products of K_b - 1 c^T instead (a stored K keeps the kernel itself)."""
     prod32 = f32 if prod32 is None else prod32
     n, H, m = B.shape[0], F.shape[1], min(block_rows, hi - lo)
     dtype = np.float32 if prod32 else np.float64    # the block products; sums over blocks in float64
@@ -327,9 +328,12 @@ def _gram_chunk(X, B, BT, xx, bb, F, lo, hi, block_rows, f32, direct, K=None, pr
     Mb, KFb = np.empty((n, n), dtype), np.empty((n, H), dtype)
     buf = np.empty((m, n), dtype) if K is None else None
     scratch = np.empty((m, n), np.float32) if f32 else None
+    shifted = None if shift is None else np.empty((m, n), dtype)
     for s in range(lo, hi, block_rows):
         e = min(hi, s + block_rows)
         Kb = _kernel_block(X, B, BT, xx, bb, s, e, buf if K is None else K[s:], f32, direct, scratch)
+        if shift is not None:
+            Kb = np.subtract(Kb, shift, out=shifted[:e - s])
         _add_block_products(Kb, F[s:e], M, KF, Mb, KFb)
     return M, KF
 

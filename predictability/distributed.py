@@ -19,7 +19,7 @@ from .ard import fit_ard_joint_gram
 from .combination import Options, warn_unchanged
 from .core import NormStats, one_blas_thread
 from .kernels import gaussian_kernel, gram_stats, kernel_matvec
-from .kstats import BASIS_JITTER, Backend, CPUBackend, KernelStats
+from .kstats import BASIS_JITTER, Backend, CPUBackend, KernelStats, basis_shift, shifted_sums
 from .labelfree_chunks import ChunkRows, chunk_plans
 from .lpc import check_collinear
 from .methods import NPC, ColumnPlan, Run
@@ -62,9 +62,11 @@ def take_rows(V, # a row-chunked Dask array (N, P) (`row_chunks`)
 
 # %% ../nbs/07g_distributed.ipynb #568e4d4e
 def _chunk_gram(Xc, Fc=None, *, B, block_rows=None):
-    "One chunk's [K^T K | K^T F | K^T 1] (1, N', N' + k + 1) for K = K(`Xc`, `B`) and `Fc` (n, k) or None: one thread."
+    """One chunk's [K~^T K~ | K~^T F | K~^T 1] (1, N', N' + k + 1) for K~ = K(`Xc`, `B`) - 1 c^T (c = `basis_shift`, the
+    sums `shifted_sums` reads) and `Fc` (n, k) or None: one thread."""
     k = 0 if Fc is None else Fc.shape[1]
-    M, KF, ks = gram_stats(Xc, B, Fc if k else np.ones(len(Xc)), block_rows=block_rows, n_threads=1)
+    c = basis_shift(B)                                  # the client's shift, bit for bit
+    M, KF, ks = gram_stats(Xc, B, Fc if k else np.ones(len(Xc)), block_rows=block_rows, n_threads=1, shift=c)
     return np.c_[M, KF.reshape(len(B), -1)[:, :k], ks][None]
 
 _PREP_ROWS = 65_536   # rows of a chunk mapped by `prep` at a time: a task's temporaries stay a few MB whatever the chunk
@@ -114,11 +116,12 @@ def _stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None, jitter:
     n, F = len(B), None if f is None else f.reshape(f.shape[0], -1)
     k = 0 if F is None else F.shape[1]
     S = self._sum(_chunk_gram, X, F, B, n + k + 1)
-    kf = None if f is None else (S[:, n:n + k] if f.ndim == 2 else S[:, n].copy())
     with one_blas_thread():
         KBB = gaussian_kernel(B, B)
-    return KernelStats(np.ascontiguousarray(S[:, :n]), S[:, -1].copy(), KBB, kf, self.layout, X, B, None, rtol,
-                       backend=self, jitter=jitter)
+    Fsum = np.r_[np.zeros(0) if F is None else F.sum(axis=0).compute(), X.shape[0]]
+    M, KF, Mc = shifted_sums(np.ascontiguousarray(S[:, :n]), S[:, n:], basis_shift(B), X.shape[0], Fsum)
+    kf = None if f is None else (KF[:, :k].copy() if f.ndim == 2 else KF[:, 0].copy())
+    return KernelStats(M, KF[:, -1].copy(), KBB, kf, self.layout, X, B, None, rtol, backend=self, jitter=jitter, Mc=Mc)
 
 def _rmatvec(self, st, V):
     "$K^\\top V$ (N', k) for `V` (N, k), a Dask array (or a NumPy one, cut into `st.X`'s row chunks): a sum over chunks."
@@ -233,8 +236,9 @@ def _column_span(run, p: int, H0, Hb, backend, rows=None) -> KernelSpan:
     B = run.features(p, Hb, N)
     S = backend._sum(_chunk_gram, H0, None, B, n + 2, prep=_ColumnRows(run, p, N, rows))
     with one_blas_thread():
-        st = KernelStats(np.ascontiguousarray(S[:, :n]), S[:, -1].copy(), gaussian_kernel(B, B), S[:, n].copy(),
-                         backend.layout, H0, B, backend=backend)
+        KBB = gaussian_kernel(B, B)
+    M, KF, Mc = shifted_sums(np.ascontiguousarray(S[:, :n]), S[:, n:], basis_shift(B), N, np.r_[0.0, N])   # H^0's columns are centred
+    st = KernelStats(M, KF[:, -1].copy(), KBB, KF[:, 0].copy(), backend.layout, H0, B, backend=backend, Mc=Mc)
     alpha, U = span_coordinates(st, st.kf, plan.n_iter, noise=plan.noise, lam=run.method.lam)
     cr, Bd = (dask.delayed(v, pure=True) for v in (_ColumnRows(run, p, N, rows), B))   # sent to each worker once
     Y = H0.map_blocks(_chunk_iterate, cr, alpha[-1], U[:, -1], Bd, backend.block_rows,

@@ -80,6 +80,7 @@ def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
                block_rows=None, # rows of $K$ per block (None: about 2 MB of $K$)
                dtype=np.float64, # np.float64, or np.float32 for the blocks (sums in float64)
                n_threads=None, # worker threads (None: the CPUs this process may use)
+               shift=None, # ($N'$,) $\mathbf c$: the sums of $K-\mathbf 1\mathbf c^\top$ instead (None: of $K$)
               ): # $(K^\top K, K^\top\mathbf f, K^\top\mathbf 1)$, float64
     """$(K^\\top K,\\ K^\\top\\mathbf f,\\ K^\\top\\mathbf 1)$ for $K_{[i,j]}=\\exp(-\\lVert\\mathbf x_i-\\mathbf b_j\\rVert^2)$, streamed.
 
@@ -99,7 +100,8 @@ def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
     F[:, -1] = 1.0
     Xc, Bc, BT, xx, bb = _prepare(X, B, f32)
     direct = (not f32) and D <= _DIRECT_MAX_D
-    parts = _iter_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, f32, direct), chunks)
+    parts = _iter_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, f32, direct,
+                                                       shift=None if shift is None else np.asarray(shift, F.dtype)), chunks)
     M, KF = _sum_chunks(parts)
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])

@@ -128,7 +128,7 @@ def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`k
     Y = None if sums is not None else np.sqrt(stats.n) * F
     with one_blas_thread():
         W = _evidence_whitening(stats, jitter)
-        S = W.congruence(stats.M - np.outer(stats.ks, stats.ks) / stats.n)
+        S = W.congruence(stats.centred_gram)
         d, U = np.linalg.eigh(S)
         KY = stats.rmatvec(Y) if sums is None else np.sqrt(stats.n) * np.asarray(sums[0])   # K^T y, y = sqrt(N) fbar
         c = U.T @ W.t(KY.reshape(len(stats.M), -1))

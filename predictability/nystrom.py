@@ -55,11 +55,10 @@ def _reduced(stats: KernelStats, noise: float):
         if "VtV" not in stats.cache:
             stats.cache["VtV"] = (W.congruence(stats.M), W.t(stats.ks))      # V^T V, V^T 1
         VtV, g = stats.cache["VtV"]
-        Phi, L2 = _t_half(VtV, noise)                                         # T^(1/2) = Psi Phi   (e:qprime2)
-        h = Phi.T @ g / np.sqrt(stats.n)
-        # Phi^T V^T V Phi = Phi^T (Gam - s^2 I) Phi = L2^T Phi - s^2 Phi^T Phi  (Phi^T Gam Phi = L2^T Gam^-1 L2 = L2^T Phi)
-        G = _blas.dtrmm(1.0, L2, Phi, lower=1, trans_a=1) - noise * _blas.dsyrk(1.0, Phi, trans=1, lower=0)
-        G = np.triu(G) + np.triu(G, 1).T - np.outer(h, h)                     # Phi^T V^T C_N V Phi
+        Phi, _ = _t_half(VtV, noise)                                          # T^(1/2) = Psi Phi   (e:qprime2)
+        if "VtCV" not in stats.cache:                                         # V^T C_N V from the centred sums
+            stats.cache["VtCV"] = W.congruence(stats.centred_gram)
+        G = Phi.T @ stats.cache["VtCV"] @ Phi                                 # Phi^T V^T C_N V Phi
         stats.cache[key] = (Phi, 0.5 * (G + G.T))
     return stats.cache[key]
 
