@@ -97,28 +97,29 @@ class DaskBackend(Backend):
             raise ValueError(f"`split_every` must be an integer >= 2; got {split_every!r}.")
         self.split_every = int(split_every)
 
-    def _sum(self, fn, X, V, B, width, prep=None):
+    def _sum(self, fn, X, V, B, width, prep=None, also=None):
         """The sum over `X`'s row chunks of fn(X_c, V_c) (1, N', width), each chunk in one task with its read (after
         `prep`, if given: see `_on_chunk`); `B` (and `prep`) one object of the graph, sent to each worker once. A tree of
-        fixed shape, its keys named after `fn`."""
+        fixed shape, its keys named after `fn`. `also`: a Dask array computed in the same call (then (sum, its value))."""
         X, name = X.rechunk({1: -1}), fn.__name__.strip("_")
         args = (X, "cd") if V is None else (X, "cd", V.rechunk({0: X.chunks[0], 1: -1}), "cd")   # one column block each
         once = [dask.delayed(v, pure=True) for v in (B, prep)]
         parts = da.blockwise(_on_chunk, "cdj", once[0], None, once[1], None, fn, None, *args, block_rows=self.block_rows,
                              align_arrays=False, new_axes={"j": width}, adjust_chunks={"c": 1, "d": len(B)},
                              token=name, dtype=np.float64, meta=np.empty((0, 0, 0)))
-        return da.reduction(parts, np.sum, np.sum, axis=0, dtype=np.float64, split_every=self.split_every,
-                            name=name).compute()
+        total = da.reduction(parts, np.sum, np.sum, axis=0, dtype=np.float64, split_every=self.split_every, name=name)
+        return total.compute() if also is None else dask.compute(total, also)
 
 # %% ../nbs/07g_distributed.ipynb #09af70b1
 def _stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None, jitter: float = BASIS_JITTER) -> KernelStats:
     "The statistics of the features `X` (a row-chunked Dask array), the basis `B` and `f` (a Dask array or None), in one pass."
     n, F = len(B), None if f is None else f.reshape(f.shape[0], -1)
     k = 0 if F is None else F.shape[1]
-    S = self._sum(_chunk_gram, X, F, B, n + k + 1)
+    S, Fs = (self._sum(_chunk_gram, X, None, B, n + 1), np.zeros(0)) if F is None else \
+        self._sum(_chunk_gram, X, F, B, n + k + 1, also=F.sum(axis=0))       # F's column sums in the same pass
     with one_blas_thread():
         KBB = gaussian_kernel(B, B)
-    Fsum = np.r_[np.zeros(0) if F is None else F.sum(axis=0).compute(), X.shape[0]]
+    Fsum = np.r_[Fs, X.shape[0]]
     M, KF, Mc = shifted_sums(np.ascontiguousarray(S[:, :n]), S[:, n:], basis_shift(B), X.shape[0], Fsum)
     kf = None if f is None else (KF[:, :k].copy() if f.ndim == 2 else KF[:, 0].copy())
     return KernelStats(M, KF[:, -1].copy(), KBB, kf, self.layout, X, B, None, rtol, backend=self, jitter=jitter, Mc=Mc)

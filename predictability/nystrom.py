@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, optimize
-from scipy.linalg import blas as _blas
 
 from .core import as_predictors, normalize, one_blas_thread, orient
 from .kernels import gaussian_kernel
