@@ -19,9 +19,9 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
-from .core import check_scalar, one_blas_thread
+from .core import check_scalar, jit, one_blas_thread
 from .blocks import (_DIRECT_MAX_D, _PAR_MIN, _check_block_rows, _check_pair, _check_threads, _check_values,
-                                   _sum_chunks, _chunks, _gram_chunk, _iter_chunks, _kernel_block, _prepare, _run_chunks)
+                                   _exp_neg, _sum_chunks, _chunks, _gram_chunk, _iter_chunks, _kernel_block, _prepare, _run_chunks)
 from .kernels import gaussian_kernel, gram_stats, kernel_matvec
 
 # %% ../nbs/04a_kernel_stats.ipynb #1eef7217
@@ -408,14 +408,33 @@ def _kf(KF, f):
     "K^T f from K^T [f, 1], shaped as `f`; None without `f`."
     return None if f is None else (KF[:, :-1].copy() if f.ndim == 2 else KF[:, 0].copy())
 
+# %% ../nbs/04a_kernel_stats.ipynb #8cbea7b4
+@jit(fastmath=False)
+def _shift_sums(BT, c):
+    """c[j] += sum over i of exp(-||b_i - b_j||^2), for the basis rows b (BT = B^T, (D, N'), C order): each distance
+    added over the features in their order, vectorised over the rows after i; the same bits wherever it runs."""
+    D, n = BT.shape
+    d = np.empty(n)
+    for i in range(n):
+        c[i] += 1.0                                  # k(b_i, b_i)
+        d[i + 1:] = 0.0
+        for k in range(D):
+            b = BT[k, i]
+            for j in range(i + 1, n):
+                t = BT[k, j] - b
+                d[j] += t * t
+        for j in range(i + 1, n):                    # each pair once: the kernel is symmetric
+            e = _exp_neg(-d[j])
+            c[i] += e
+            c[j] += e
+
 # %% ../nbs/04a_kernel_stats.ipynb #9c666a0d
 def basis_shift(B: np.ndarray, # ($N'$, D) the basis features
                ) -> np.ndarray: # $\mathbf c$ ($N'$,)
-    """The shift of the sums: the kernel's column means over the basis rows, by NumPy's elementwise operations alone (no
-    BLAS), so every process that has the basis computes the same bits."""
+    """The shift of the sums: the kernel's column means over the basis rows, by one sequential loop (`_shift_sums`: no
+    BLAS, no threads), so every process that has the basis computes the same bits."""
     c = np.zeros(len(B))
-    for i in range(0, len(B), 32):                   # 32 rows at a time: a few MB whatever N' and D
-        c += np.exp(-((B[i:i + 32, None, :] - B[None, :, :]) ** 2).sum(axis=-1)).sum(axis=0)
+    _shift_sums(np.ascontiguousarray(np.asarray(B, dtype=np.float64).T), c)
     return c / len(B)
 
 def shifted_sums(Mt: np.ndarray,   # ($N'$, $N'$) $\tilde K^\top\tilde K$, $\tilde K=K-\mathbf 1\mathbf c^\top$

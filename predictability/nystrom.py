@@ -41,9 +41,24 @@ def _t_half(VtV: np.ndarray, noise: float):
                                  "are not those of a kernel (NaN or a non-PSD K^T K).") from None
     return linalg.cho_solve((LG, True), L2, check_finite=False), L2
 
+# %% ../nbs/05_nystrom.ipynb #c0fab967
+def _mean_apart(VtCV: np.ndarray, # ($r$, $r$) $V^\top C_NV$
+                g: np.ndarray,    # ($r$,) $\mathbf g=V^\top\mathbf 1/\sqrt N$
+               ):                 # ($Z=QV^\top VQ$, $Q$)
+    "$V^\\top V=V^\\top C_NV+\\mathbf g\\mathbf g^\\top$ in the coordinates of the Householder reflection $Q$ ($Q\\mathbf g=\\mp\\lVert\\mathbf g\\rVert\\mathbf e_1$), where the mean term is the one entry $Z_{11}$."
+    ng = np.linalg.norm(g)
+    v = g / ng if ng > 0 else np.zeros_like(g)
+    v[0] += 1.0 if v[0] >= 0 else -1.0                 # g/|g| + sign(g_1) e_1: no cancellation in v
+    v /= np.linalg.norm(v)
+    Z = VtCV - 2.0 * np.outer(v, v @ VtCV)             # Q A Q by two rank-one updates, Q = I - 2 v v^T
+    Z -= 2.0 * np.outer(Z @ v, v)
+    Z = 0.5 * (Z + Z.T)
+    Z[0, 0] += ng * ng
+    return Z, np.eye(len(g)) - 2.0 * np.outer(v, v)
+
 # %% ../nbs/05_nystrom.ipynb #6ead5591
 def _reduced(stats: KernelStats, noise: float):
-    "$(\\Phi,\\ G=\\Phi^\\top V^\\top C_NV\\Phi)$ for one $\\sigma^2$, computed once and cached on `stats`."
+    "$(\\Phi,\\ G=\\Phi^\\top V^\\top C_NV\\Phi)$ for one $\\sigma^2$ from the centred Gram and $K^\\top\\mathbf 1$ (`_mean_apart`), computed once and cached on `stats`."
     key = ("reduced", float(noise))
     if key not in stats.cache:
         if stats.block_products == "float32" and stats.gram_error > noise:
@@ -51,13 +66,12 @@ def _reduced(stats: KernelStats, noise: float):
                           f"more than the GP noise {noise:.3g}: the step may differ from float64. Use "
                           "precision='float64' for so small a noise.", stacklevel=3)
         W = stats.whitening
-        if "VtV" not in stats.cache:
-            stats.cache["VtV"] = (W.congruence(stats.M), W.t(stats.ks))      # V^T V, V^T 1
-        VtV, g = stats.cache["VtV"]
-        Phi, _ = _t_half(VtV, noise)                                          # T^(1/2) = Psi Phi   (e:qprime2)
-        if "VtCV" not in stats.cache:                                         # V^T C_N V from the centred sums
-            stats.cache["VtCV"] = W.congruence(stats.centred_gram)
-        G = Phi.T @ stats.cache["VtCV"] @ Phi                                 # Phi^T V^T C_N V Phi
+        if "VtCV" not in stats.cache:                                         # V^T C_N V (centred sums), V^T 1 / sqrt(N)
+            stats.cache["VtCV"] = (W.congruence(stats.centred_gram), W.t(stats.ks) / np.sqrt(stats.n))
+        VtCV, g = stats.cache["VtCV"]
+        Z, Q = _mean_apart(VtCV, g)                                           # Q^T V^T V Q, never V^T V itself
+        Phi = Q @ _t_half(Z, noise)[0]                                        # T^(1/2) = Psi Phi   (e:qprime2)
+        G = Phi.T @ VtCV @ Phi                                                # Phi^T V^T C_N V Phi
         stats.cache[key] = (Phi, 0.5 * (G + G.T))
     return stats.cache[key]
 
