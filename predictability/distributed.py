@@ -7,6 +7,7 @@ __all__ = ['row_chunks', 'take_rows', 'DaskBackend', 'column_stats', 'chunk_weig
            'warn_if_unchanged', 'fit_dask', 'transform_dask']
 
 # %% ../nbs/07g_distributed.ipynb #6e689018
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,12 +62,11 @@ def take_rows(V, # a row-chunked Dask array (N, P) (`row_chunks`)
     return out
 
 # %% ../nbs/07g_distributed.ipynb #568e4d4e
-def _chunk_gram(Xc, Fc=None, *, B, block_rows=None):
-    """One chunk's [K~^T K~ | K~^T F | K~^T 1] (1, N', N' + k + 1) for K~ = K(`Xc`, `B`) - 1 c^T (c = `basis_shift`, the
-    sums `shifted_sums` reads) and `Fc` (n, k) or None: one thread."""
+def _chunk_gram(Xc, Fc=None, *, B, shift, block_rows=None):
+    """One chunk's [K~^T K~ | K~^T F | K~^T 1] (1, N', N' + k + 1) for K~ = K(`Xc`, `B`) - 1 c^T (`shift` c =
+    `basis_shift(B)`, formed once by the client: the sums `shifted_sums` reads) and `Fc` (n, k) or None: one thread."""
     k = 0 if Fc is None else Fc.shape[1]
-    c = basis_shift(B)                                  # the client's shift, bit for bit
-    M, KF, ks = gram_stats(Xc, B, Fc if k else np.ones(len(Xc)), block_rows=block_rows, n_threads=1, shift=c)
+    M, KF, ks = gram_stats(Xc, B, Fc if k else np.ones(len(Xc)), block_rows=block_rows, n_threads=1, shift=shift)
     return np.c_[M, KF.reshape(len(B), -1)[:, :k], ks][None]
 
 _PREP_ROWS = 65_536   # rows of a chunk mapped by `prep` at a time: a task's temporaries stay a few MB whatever the chunk
@@ -101,7 +101,7 @@ class DaskBackend(Backend):
         """The sum over `X`'s row chunks of fn(X_c, V_c) (1, N', width), each chunk in one task with its read (after
         `prep`, if given: see `_on_chunk`); `B` (and `prep`) one object of the graph, sent to each worker once. A tree of
         fixed shape, its keys named after `fn`. `also`: a Dask array computed in the same call (then (sum, its value))."""
-        X, name = X.rechunk({1: -1}), fn.__name__.strip("_")
+        X, name = X.rechunk({1: -1}), getattr(fn, "func", fn).__name__.strip("_")   # `fn` or a partial of it
         args = (X, "cd") if V is None else (X, "cd", V.rechunk({0: X.chunks[0], 1: -1}), "cd")   # one column block each
         once = [dask.delayed(v, pure=True) for v in (B, prep)]
         parts = da.blockwise(_on_chunk, "cdj", once[0], None, once[1], None, fn, None, *args, block_rows=self.block_rows,
@@ -115,12 +115,14 @@ def _stats(self, X, B, f=None, rtol: float = 1e-10, block_products=None, jitter:
     "The statistics of the features `X` (a row-chunked Dask array), the basis `B` and `f` (a Dask array or None), in one pass."
     n, F = len(B), None if f is None else f.reshape(f.shape[0], -1)
     k = 0 if F is None else F.shape[1]
-    S, Fs = (self._sum(_chunk_gram, X, None, B, n + 1), np.zeros(0)) if F is None else \
-        self._sum(_chunk_gram, X, F, B, n + k + 1, also=F.sum(axis=0))       # F's column sums in the same pass
+    c = basis_shift(B)
+    gram = functools.partial(_chunk_gram, shift=c)
+    S, Fs = (self._sum(gram, X, None, B, n + 1), np.zeros(0)) if F is None else \
+        self._sum(gram, X, F, B, n + k + 1, also=F.sum(axis=0))       # F's column sums in the same pass
     with one_blas_thread():
         KBB = gaussian_kernel(B, B)
     Fsum = np.r_[Fs, X.shape[0]]
-    M, KF, Mc = shifted_sums(np.ascontiguousarray(S[:, :n]), S[:, n:], basis_shift(B), X.shape[0], Fsum)
+    M, KF, Mc = shifted_sums(np.ascontiguousarray(S[:, :n]), S[:, n:], c, X.shape[0], Fsum)
     kf = None if f is None else (KF[:, :k].copy() if f.ndim == 2 else KF[:, 0].copy())
     return KernelStats(M, KF[:, -1].copy(), KBB, kf, self.layout, X, B, None, rtol, backend=self, jitter=jitter, Mc=Mc)
 
@@ -235,10 +237,11 @@ def _column_span(run, p: int, H0, Hb, backend, rows=None) -> KernelSpan:
     if plan.n_iter == 0:                               # the input itself (centred, unit norm): no pass, as in memory
         return KernelSpan(1.0, np.zeros(n), 0.0)
     B = run.features(p, Hb, N)
-    S = backend._sum(_chunk_gram, H0, None, B, n + 2, prep=_ColumnRows(run, p, N, rows))
+    c = basis_shift(B)
+    S = backend._sum(functools.partial(_chunk_gram, shift=c), H0, None, B, n + 2, prep=_ColumnRows(run, p, N, rows))
     with one_blas_thread():
         KBB = gaussian_kernel(B, B)
-    M, KF, Mc = shifted_sums(np.ascontiguousarray(S[:, :n]), S[:, n:], basis_shift(B), N, np.r_[0.0, N])   # H^0's columns are centred
+    M, KF, Mc = shifted_sums(np.ascontiguousarray(S[:, :n]), S[:, n:], c, N, np.r_[0.0, N])   # H^0's columns are centred
     st = KernelStats(M, KF[:, -1].copy(), KBB, KF[:, 0].copy(), backend.layout, H0, B, backend=backend, Mc=Mc)
     alpha, U = span_coordinates(st, st.kf, plan.n_iter, noise=plan.noise, lam=run.method.lam)
     cr, Bd = (dask.delayed(v, pure=True) for v in (_ColumnRows(run, p, N, rows), B))   # sent to each worker once

@@ -100,8 +100,8 @@ def gram_stats(X, # (N, D) pre-scaled features (`kernel_features`)
     F[:, -1] = 1.0
     Xc, Bc, BT, xx, bb = _prepare(X, B, f32)
     direct = (not f32) and D <= _DIRECT_MAX_D
-    parts = _iter_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, f32, direct,
-                                                       shift=None if shift is None else np.asarray(shift, F.dtype)), chunks)
+    c = None if shift is None else np.asarray(shift, F.dtype)
+    parts = _iter_chunks(lambda lo, hi: _gram_chunk(Xc, Bc, BT, xx, bb, F, lo, hi, block_rows, f32, direct, shift=c), chunks)
     M, KF = _sum_chunks(parts)
     kf = KF[:, :-1] if f.ndim == 2 else KF[:, 0]
     return np.ascontiguousarray(M), np.ascontiguousarray(kf), np.ascontiguousarray(KF[:, -1])

@@ -30,7 +30,7 @@ def basis_indices(n: int, # N, the number of points
 
 # %% ../nbs/05_nystrom.ipynb #2b834514
 def _t_half(VtV: np.ndarray, noise: float):
-    "$\\Phi = \\Gamma^{-1}L_2$, $L_2=\\operatorname{chol}(\\Gamma+\\sigma^2I)$, $\\Gamma = V^\\top V+\\sigma^2I$, so $\\Phi\\Phi^\\top = \\Gamma^{-1}(\\Gamma+\\sigma^2I)\\Gamma^{-1}$; returns $(\\Phi, L_2)$."
+    "$\\Phi = \\Gamma^{-1}L_2$, $L_2=\\operatorname{chol}(\\Gamma+\\sigma^2I)$, $\\Gamma = V^\\top V+\\sigma^2I$, so $\\Phi\\Phi^\\top = \\Gamma^{-1}(\\Gamma+\\sigma^2I)\\Gamma^{-1}$."
     r = VtV.shape[0]
     Gam = VtV + noise * np.eye(r)
     try:
@@ -39,7 +39,7 @@ def _t_half(VtV: np.ndarray, noise: float):
     except linalg.LinAlgError:
         raise FloatingPointError(f"V^T V + noise*I is not positive definite (noise={noise:.3g}): the kernel statistics "
                                  "are not those of a kernel (NaN or a non-PSD K^T K).") from None
-    return linalg.cho_solve((LG, True), L2, check_finite=False), L2
+    return linalg.cho_solve((LG, True), L2, check_finite=False)
 
 # %% ../nbs/05_nystrom.ipynb #c0fab967
 def _mean_apart(VtCV: np.ndarray, # ($r$, $r$) $V^\top C_NV$
@@ -70,7 +70,7 @@ def _reduced(stats: KernelStats, noise: float):
             stats.cache["VtCV"] = (W.congruence(stats.centred_gram), W.t(stats.ks) / np.sqrt(stats.n))
         VtCV, g = stats.cache["VtCV"]
         Z, Q = _mean_apart(VtCV, g)                                           # Q^T V^T V Q, never V^T V itself
-        Phi = Q @ _t_half(Z, noise)[0]                                        # T^(1/2) = Psi Phi   (e:qprime2)
+        Phi = Q @ _t_half(Z, noise)                                           # T^(1/2) = Psi Phi   (e:qprime2)
         G = Phi.T @ VtCV @ Phi                                                # Phi^T V^T C_N V Phi
         stats.cache[key] = (Phi, 0.5 * (G + G.T))
     return stats.cache[key]
