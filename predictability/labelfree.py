@@ -22,7 +22,7 @@ from .kstats import Backend, KernelStats, Whitening, kernel_stats, resolve_backe
 from .nystrom import basis_indices, npc_iterate
 
 # %% ../nbs/07a_labelfree.ipynb #e54629d7
-NOISE_BOUNDS = (1e-2, 1e4)      # $\sigma^2$: below 1e-2 the Nystrom step's T^(1/2) loses digits (see the text)
+NOISE_BOUNDS = (1e-2, 1e4)      # $\sigma^2$: a bound of the model, not of the step's arithmetic (see the text)
 WIDTH_GRID = (0.125, 0.5, 2.0, 8.0, 32.0)     # $\sigma_k^2$ on the scale of `kernel_features`: the starting grid
 WIDTH_BOUNDS = (WIDTH_GRID[0] / 4 ** 4, WIDTH_GRID[-1] * 4 ** 4)   # the grid extended by its step while the optimum sits at an end
 
