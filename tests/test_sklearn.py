@@ -56,3 +56,11 @@ def test_default_n_basis_never_warns_and_a_given_one_does():
         Combiner(n_iter=1).fit(X)
     with pytest.warns(UserWarning, match="exceeds the number of points"):
         Combiner(n_basis=300, n_iter=1).fit(X)
+
+
+def test_a_1d_dask_array_is_told_to_reshape():
+    "A 1-D Dask array at `fit` gets scikit-learn's advice in the package's words (was an IndexError)."
+    da = pytest.importorskip("dask.array")
+    X, _ = _data()
+    with pytest.raises(ValueError, match=r"`X` must be 2-D, \(N, P\).*Reshape your data"):
+        Combiner(n_iter=1).fit(da.from_array(X[:, 0], chunks=40))
