@@ -19,7 +19,7 @@ from sklearn.utils.validation import _check_feature_names_in, check_array, check
 
 from . import __version__
 from .combination import combine_options, run_algorithm1
-from .core import NormStats, _pandas_values, as_predictors, one_blas_thread
+from .core import NormStats, as_predictors, one_blas_thread
 from .labelled import is_pandas, label_result
 from .methods import METHODS, MTL, ColumnPlan, LinearSpan, Run, make_method
 from .nystrom import KernelSpan
@@ -242,8 +242,8 @@ _SPARSE = ("`X` is a sparse matrix, and Combiner takes dense predictors only: ev
            "kernel updates read whole rows. Pass `X.toarray()` (or a Dask array of row chunks, where it is large).")
 
 def _real(X):
-    "`X`'s values (a pandas object's as float64, its columns checked), refused unless real numbers or objects."
-    v = _pandas_values(X, "X") if is_pandas(X) else X
+    "`X`'s values (a pandas object's as float64, each column checked), refused unless real numbers or objects."
+    v = as_predictors(X, "X", min_points=0) if is_pandas(X) else X
     try:
         dt = np.asarray(v).dtype
     except Exception:                 # ragged lists and the like: `check_array` says what is wrong
