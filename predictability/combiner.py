@@ -6,19 +6,22 @@
 __all__ = ['Replay', 'target_columns', 'Combiner', 'set_fitted']
 
 # %% ../nbs/07f_combiner.ipynb #be1f27fe
+import hashlib
 import json
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, TransformerMixin, clone
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_feature_names_in, check_array, check_is_fitted, validate_data
 
 from . import __version__
 from .combination import combine_options, run_algorithm1
 from .core import NormStats, as_predictors, one_blas_thread
 from .labelled import is_pandas, label_result
-from .methods import MTL, ColumnPlan, LinearSpan, Run, make_method
+from .methods import METHODS, MTL, ColumnPlan, LinearSpan, Run, make_method
 from .nystrom import KernelSpan
 from .problem import prepare
 
@@ -36,7 +39,11 @@ class Replay:
         if isinstance(span, LinearSpan):
             return span(Z)
         X, B = self.run.features(p, Z, self.n), self.run.features(p, self.run.rows_at[t], self.n)
-        return span(Z[:, p], X, B)
+        far = ~np.isfinite(X).all(axis=1)      # features past float64 (a row far out): NaN, refused by `transform`
+        X[far] = 0
+        f = span(Z[:, p], X, B)
+        f[far] = np.nan
+        return f
 
     def __call__(self, V):
         "The target columns (n, h) at rows whose columns (targets first) are `V` (n, P)."
@@ -67,8 +74,8 @@ def target_columns(X, # the predictors (N, P): an array, or a DataFrame (pandas 
     if not cols or len(set(cols)) < len(cols):
         raise ValueError(f"`targets` must name at least one column, each once; got {targets!r}.")
     if len(cols) == P and len(cols) < 2:
-        raise ValueError("`X` needs a reference column beside the target (or two target columns): it has "
-                         f"{P} column(s).")
+        raise ValueError(f"`X` has {P} feature(s) (columns): it needs a reference column beside the target, or two "
+                         "target columns.")
     return cols, one
 
 # %% ../nbs/07f_combiner.ipynb #06efc214
@@ -86,14 +93,14 @@ def _light(run):
 # %% ../nbs/07f_combiner.ipynb #0f0f27a0
 class Combiner(TransformerMixin, BaseEstimator):
     """Improve the `targets` column(s) of `X` (N, P) with the other columns, learned once (`fit`) and applied to new
-    rows (`transform`). The parameters after `targets` are `combine`'s, checked at `fit`; MTL, which is not Algorithm 1,
-    has no replay."""
+    rows (`transform`, one column per target). The parameters after `targets` are `combine`'s, checked at `fit`; MTL,
+    which is not Algorithm 1, has no replay."""
     def __init__(self,
                  targets=0, # the column(s) to improve: a position or a name, or a list of them for an (N, H) target
                  *,
                  method="npc", # "npc", "npc-exact", "lpc", "opc", or a method object (`NPC(...)`), as `combine`
                  n_iter="auto", # as `combine`
-                 n_basis=300, # as `combine`
+                 n_basis=None, # as `combine`; None: 300, or N on fewer rows (the exact kernel), quietly
                  joint=True, # as `combine`
                  ard=True, # as `combine`
                  lam=1.0, # as `combine`
@@ -111,21 +118,46 @@ class Combiner(TransformerMixin, BaseEstimator):
         self.device, self.precision, self.random_state, self.progress = device, precision, random_state, progress
         self.client = client
 
+    # defined here, so that scikit-learn's `set_output` wraps them; the work is in the functions below
+    def fit(self, X, y=None):
+        "Fit on the rows of `X` (N, P): the combination of `combine`, every update kept as a function of a row (`y` unused)."
+        return _fit(self, X)
+
+    def fit_transform(self, X, y=None):
+        "Fit on the rows of `X` (N, P); returns the fit's prediction (N, H), `combine(X[:, targets], X[:, others]).prediction`."
+        return _fit_transform(self, X)
+
+    def transform(self, X):
+        "The improved target(s) (n, H) at the rows of `X` (n, P), columns as in `fit`: the fit's sweeps replayed row by row."
+        return _transform(self, X)
+
+    def get_feature_names_out(self, input_features=None):
+        "The names of `transform`'s columns: the target columns' names among the input's (`feature_names_in_`, or x0, x1, ...)."
+        check_is_fitted(self, "replay_")
+        return _check_feature_names_in(self, input_features)[self.columns_[:self.replay_.h]]
+
 # %% ../nbs/07f_combiner.ipynb #dd2b67ad
 def _is_dask(X) -> bool:
     "A Dask array or DataFrame: fitted and transformed chunk by chunk, where the chunks live (`predictability.distributed`)."
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
-def _fit_transform(self, X, y=None):
-    "Fit on the rows of `X` (N, P); returns the fit's prediction, `combine(X[:, targets], X[:, others]).prediction`."
-    if _is_dask(X):
-        return self.fit(X).transform(X)
-    values = as_predictors(X, "X", ndim=(2,), min_points=3)
-    cols, one = target_columns(X, self.targets, values.shape[1])
+def _options(self, n: int | None):
+    "`combine_options` of the parameters; `n_basis` None is 300, capped at the fit's `n` rows (None: unknown) quietly."
     kw = self.get_params()
     kw.pop("targets")
+    if kw["n_basis"] is None:      # only a method named here takes it: a method object holds its own
+        takes = isinstance(kw["method"], str) and "n_basis" in getattr(METHODS.get(kw["method"]), "settings", ())
+        kw["n_basis"] = min(300, n) if takes and n is not None else 300
+    return combine_options(**kw)
+
+def _fit_transform(self, X):
+    "Fit on the rows of `X` (N, P); returns the fit's prediction (N, H), `combine(X[:, targets], X[:, others]).prediction`."
+    if _is_dask(X):
+        return self.fit(X).transform(X)
+    values = as_predictors(_values(self, X, reset=True), "X", ndim=(2,), min_points=3)   # NaN and infinity: by row
+    cols, one = target_columns(X, self.targets, values.shape[1])
     with one_blas_thread():
-        o = combine_options(**kw)
+        o = _options(self, values.shape[0])
         if isinstance(o.method, MTL):
             raise ValueError("`method`='mtl' (ADMM over all rows) has no update to replay on new rows: use `combine` "
                              "for it, or a method of Algorithm 1 ('npc', 'npc-exact', 'lpc', 'opc') here.")
@@ -134,32 +166,34 @@ def _fit_transform(self, X, y=None):
         except ValueError as e:   # `combine`'s check, in `combine`'s words: say how they map onto `X`
             raise ValueError(f"`X` with targets={self.targets!r} (columns {cols}; the references are the other columns, "
                              f"numbered among themselves): {e}") from None
-        res, run = run_algorithm1(pb, o, record=True, stacklevel=3)
+        res, run = run_algorithm1(pb, o, record=True, stacklevel=5)   # warns at the caller of fit
     replay = Replay(_light(run), NormStats.of(np.c_[pb.F2, pb.Gr]), pb.H0.shape[0], pb.h)
     set_fitted(self, X, cols, one, replay, res.params, res.choices, res.relevance)
-    return label_result(res, *pb.labels, is_pandas(X)).prediction
+    pred = label_result(res, *pb.labels, is_pandas(X)).prediction
+    if is_pandas(pred):                            # a column per target, named
+        return pred.to_frame() if pred.ndim == 1 else pred
+    return pred.reshape(len(values), -1)
 
-def _fit(self, X, y=None):
+def _fit(self, X):
     "Fit on the rows of `X` (N, P): the combination of `combine`, every update kept as a function of a row."
     if _is_dask(X):
         return _fit_chunks(self, X)
-    self.fit_transform(X)
+    _fit_transform(self, X)
     return self
 
 def _fit_chunks(self, X):
     "`fit` of a Dask array or DataFrame: the settings and targets checked here, the fit from the chunks where they live."
     from predictability.distributed import fit_dask   # Dask is an optional extra
     from predictability.chunked_joint import fit_joint_dask
+    if X.ndim != 2:
+        raise ValueError(f"`X` must be 2-D, (N, P): one column per predictor; got a {X.ndim}-D Dask "
+                         f"{type(X).__name__} of shape {X.shape}. Reshape your data (e.g. stack the predictors as columns).")
     cols, one = target_columns(X, self.targets, X.shape[1])
-    kw = self.get_params()
-    kw.pop("targets")
-    o = combine_options(**kw)
+    o = _options(self, X.shape[0] if isinstance(X.shape[0], (int, np.integer)) else None)   # a DataFrame's N is lazy
     fit = fit_joint_dask if o.joint else fit_dask
-    d = fit(X, cols, o, one=one, stacklevel=3)   # warns at fit's caller
+    d = fit(X, cols, o, one=one, stacklevel=4)   # warns at the caller of fit
     set_fitted(self, X, cols, one, Replay(d.run, d.norm, d.n, len(cols)), d.params, d.choices, d.relevance)
     return self
-
-Combiner.fit_transform, Combiner.fit = _fit_transform, _fit
 
 # %% ../nbs/07f_combiner.ipynb #26654aef
 def _clone(self):
@@ -173,8 +207,12 @@ def _getstate(self):
 Combiner.__sklearn_clone__, Combiner.__getstate__ = _clone, _getstate
 
 # %% ../nbs/07f_combiner.ipynb #5c242ca2
+def _plain(x):
+    "`x` as JSON values (NumPy scalars and arrays as numbers and lists; other objects as their text)."
+    return json.loads(json.dumps(x, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
+
 def set_fitted(est, # the `Combiner` being fitted
-               X, # its predictors as given to `fit` (a DataFrame's column names are kept)
+               X, # its predictors as given to `fit` (a DataFrame's column labels are kept)
                cols: list, # the target columns' positions (`target_columns`)
                one: bool, # whether the target is one column
                replay: Replay, # the fitted combination
@@ -182,13 +220,16 @@ def set_fitted(est, # the `Combiner` being fitted
                choices: list, # the label-free choices, as `CombineResult.choices`
                relevance, # the relevance weights, as `CombineResult.relevance`
               ):
-    "Set the fitted attributes of `est`: the replay, the columns' order, the names, what was chosen, the version."
+    "Set the fitted attributes of `est`: the replay, the columns' order, the labels, what was chosen, the version."
     P = replay.norm.mean.size
     est.replay_, est.n_features_in_, est.one_target_ = replay, P, one
     est.columns_ = cols + [j for j in range(P) if j not in cols]     # the replay's column order: targets first
     names = list(X.columns) if hasattr(X, "columns") else None
+    est.column_labels_ = _plain(names)            # any labels, as JSON keeps them: checked at `transform`
     if names is not None and all(isinstance(c, str) for c in names):
-        est.feature_names_in_ = np.asarray(names, dtype=object)
+        est.feature_names_in_ = np.asarray(names, dtype=object)   # scikit-learn's: string names only
+    elif hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
     est.target_names_ = [names[c] if names else c for c in cols]
     est.params_, est.choices_, est.relevance_ = params, choices, relevance
     est.version_, est.model_nbytes_ = __version__, replay.nbytes
@@ -197,24 +238,44 @@ Replay.nbytes = property(lambda self: int(sum(np.asarray(a).nbytes for a in _arr
 
 # %% ../nbs/07f_combiner.ipynb #bf05b534
 _BLOCK = 1 << 16   # rows replayed at once: memory is the block's columns, kernel features and updates
+_SPARSE = ("`X` is a sparse matrix, and Combiner takes dense predictors only: every predictor scores every row, and the "
+           "kernel updates read whole rows. Pass `X.toarray()` (or a Dask array of row chunks, where it is large).")
 
-def _new_rows(self, X):
-    "`X` as an array or a DataFrame of rows to replay, its columns checked against the fit's (its values, block by block)."
-    if not (is_pandas(X) or isinstance(X, np.ndarray)) or X.ndim != 2 or len(X) == 0:
-        X = as_predictors(X, "X", ndim=(2,), min_points=1)   # lists and the like are read whole; wrong shapes refused
-    if X.shape[1] != self.n_features_in_:
-        raise ValueError(f"`X` has {X.shape[1]} columns, but this Combiner was fitted on {self.n_features_in_}: "
-                         "give the same predictors, in the order of `fit` (the target(s) and the references).")
-    names = getattr(self, "feature_names_in_", None)
-    if names is not None and isinstance(X, pd.DataFrame) and list(X.columns) != list(names):
-        how = "in another order" if sorted(map(str, X.columns)) == sorted(names) else "with other names"
-        raise ValueError(f"`X` has the fit's number of columns but {how} ({list(X.columns)[:5]} vs the fit's "
-                         f"{list(names)[:5]}): select them as in `fit`, e.g. `X[combiner.feature_names_in_]`.")
-    return X
+def _real(X):
+    "`X`'s values (a pandas object's as float64, each column checked), refused unless real numbers or objects."
+    v = as_predictors(X, "X", min_points=0) if is_pandas(X) else X
+    try:
+        dt = np.asarray(v).dtype
+    except Exception:                 # ragged lists and the like: `check_array` says what is wrong
+        return v
+    if dt.kind in "USVMmc":            # text, bytes, records, dates; complex
+        raise ValueError(f"`X` must be real numeric data; got dtype {dt}{' (Complex data not supported)' if dt.kind == 'c' else ''}. "
+                         "Convert or encode it first.")
+    return v
 
-def _rows(X, s: int, e: int) -> np.ndarray:
-    "Rows s:e of `X` as float64, checked as `fit` checked its rows (numbers, no NaN; rows named by position in `X`)."
-    return as_predictors(X.iloc[s:e] if is_pandas(X) else X[s:e], "X", ndim=(2,), min_points=1, first_row=s)
+def _values(self, X, *, reset: bool) -> np.ndarray:
+    "`X` (n, P) as float64 (NaN kept), checked as scikit-learn checks an estimator's input; column labels kept or compared."
+    if issparse(X):
+        raise TypeError(_SPARSE)
+    if hasattr(X, "columns") and not reset:
+        _check_labels(self, X)
+    if hasattr(X, "columns") or reset:   # scikit-learn's names: kept, or compared (an array is taken by position)
+        validate_data(self, X, reset=reset, skip_check_array=True)
+    V = check_array(_real(X), dtype=np.float64, ensure_all_finite=False, ensure_min_samples=3 if reset else 1,
+                    input_name="X", estimator=self)
+    if not reset and V.shape[1] != self.n_features_in_:
+        raise ValueError(f"X has {V.shape[1]} features, but Combiner is expecting {self.n_features_in_} features as "
+                         "input: give the same predictors, in the order of `fit` (the target(s) and the references).")
+    return V
+
+def _check_labels(self, X):
+    "A DataFrame's column labels against the fit's, of any type (scikit-learn's check, in its words, for string names)."
+    want, got = getattr(self, "column_labels_", None), _plain(list(X.columns))
+    if want is None or got == want or all(isinstance(c, str) for c in got + want):
+        return
+    raise ValueError(f"`X` has columns {got[:5]}{' ...' if len(got) > 5 else ''}, and the fit had {want[:5]}"
+                     f"{' ...' if len(want) > 5 else ''}: select them as in `fit` (`X[combiner.column_labels_]`), or "
+                     "pass an array to take the columns by position.")
 
 def _check_version(self):
     if self.version_ != __version__:
@@ -222,25 +283,31 @@ def _check_version(self):
                          "the recorded updates are specific to the version that made them. Fit it again here.")
 
 # %% ../nbs/07f_combiner.ipynb #15465960
+def _replayed(self, V, s: int) -> np.ndarray:
+    "The target(s) at rows s:s+_BLOCK of `V`: rows checked as `fit` checked its rows, a row whose replay overflows refused."
+    rows = as_predictors(V[s:s + _BLOCK], "X", ndim=(2,), min_points=1, first_row=s)   # rows named among all of `X`
+    with np.errstate(all="ignore"):               # an overflow is found below, in the result, and named
+        out = self.replay_(rows[:, self.columns_])
+    bad = ~np.isfinite(out).all(axis=1)
+    if bad.any():
+        r = int(np.argmax(bad))
+        raise ValueError(f"`X` row {s + r} (largest magnitude {np.abs(rows[r]).max():.3g}) is too far from the rows of "
+                         "the fit to replay in float64: its result overflows. Check that row's values, or drop it.")
+    return out
+
 def _transform(self, X):
-    "The improved target(s) at the rows of `X` (n, P), columns as in `fit`: the fit's sweeps replayed row by row."
+    "The improved target(s) (n, H) at the rows of `X` (n, P), columns as in `fit`: the fit's sweeps replayed row by row."
     check_is_fitted(self, "replay_")
     _check_version(self)
     if _is_dask(X):
         from predictability.distributed import transform_dask
         return transform_dask(self, X)
-    V, out = _new_rows(self, X), np.empty((len(X), self.replay_.h))
+    V = _values(self, X, reset=False)
+    out = np.empty((V.shape[0], self.replay_.h))
     with one_blas_thread():
-        for s in range(0, len(V), _BLOCK):       # a block at a time: memory bounded by the block, not by n
-            out[s:s + _BLOCK] = self.replay_(_rows(V, s, s + _BLOCK)[:, self.columns_])
-    out = out[:, 0] if self.one_target_ else out
-    if not is_pandas(X):
-        return out
-    if self.one_target_:
-        return pd.Series(out, index=X.index, name=self.target_names_[0])
-    return pd.DataFrame(out, index=X.index, columns=self.target_names_)
-
-Combiner.transform = _transform
+        for s in range(0, V.shape[0], _BLOCK):    # a block at a time: memory bounded by the block, not by n
+            out[s:s + _BLOCK] = _replayed(self, V, s)
+    return pd.DataFrame(out, index=X.index, columns=self.target_names_) if is_pandas(X) else out
 
 # %% ../nbs/07f_combiner.ipynb #b6d53ec6
 _KERNELS = [("float64", "float64"), ("float32", "float64"), ("float32", "float32")]   # (blocks, products), saved by position
@@ -270,12 +337,8 @@ def _replay_of(z, method, n: int, h: int) -> Replay:
     return Replay(run, NormStats(z["mean"], z["std"]), n, h)
 
 # %% ../nbs/07f_combiner.ipynb #26f4b85e
-def _plain(x):
-    "`x` as JSON values (NumPy scalars and arrays as numbers and lists)."
-    return json.loads(json.dumps(x, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
-
 def _header(self) -> dict:
-    "What `save` writes beside the arrays: format, version, parameters, column order and names, what was chosen."
+    "What `save` writes beside the arrays: format, version, parameters, column order and labels, what was chosen."
     m, params = self.replay_.run.method, self.get_params()
     method, ard, rs, _ = params.pop("method"), params.pop("ard"), params.pop("random_state"), params.pop("client")
     return _plain(dict(format="predictability.Combiner", version=self.version_, params=params,
@@ -283,39 +346,190 @@ def _header(self) -> dict:
         method_settings={k: getattr(m, k) for k in m.settings}, ard=ard if isinstance(ard, bool) else None,
         random_state=rs if isinstance(rs, (int, np.integer)) else None, n=self.replay_.n, h=self.replay_.h,
         columns=self.columns_, one_target=self.one_target_, target_names=self.target_names_,
-        feature_names=getattr(self, "feature_names_in_", None), fitted_params=self.params_,
+        feature_names=getattr(self, "feature_names_in_", None), column_labels=getattr(self, "column_labels_", None),
+        fitted_params=self.params_,
         choices=[{k: v for k, v in vars(c).items() if k not in ("stats", "history")} for c in self.choices_]))
+
+_HEAD = dict(format=str, version=str, params=dict, method=(str, type(None)), method_object=str, method_settings=dict,
+             ard=(bool, type(None)), random_state=(int, type(None)), n=int, h=int, columns=list, one_target=bool,
+             target_names=list, feature_names=(list, type(None)), column_labels=(list, type(None)), fitted_params=dict,
+             choices=list)   # the header's keys that `load` reads, and their JSON types
+
+def _digest(head: dict, arrays: dict) -> str:
+    "SHA-256 of the header's keys that `load` reads and of every array (name, dtype, shape, values)."
+    d = hashlib.sha256(json.dumps({k: head.get(k) for k in _HEAD}, sort_keys=True).encode())
+    for k in sorted(arrays):
+        a = np.asarray(arrays[k])
+        d.update(f"{k}:{a.dtype.str}:{a.shape}:".encode())
+        d.update(a.tobytes())
+    return d.hexdigest()
 
 # %% ../nbs/07f_combiner.ipynb #fde46319
 def _save(self, path):
-    "Write the fitted model to `path` (.npz): plain arrays and a JSON header, readable without running code."
+    "Write the fitted model to `path` (.npz): plain arrays and a JSON header with their digest, readable without running code."
     check_is_fitted(self, "replay_")
     arrays = _arrays(self.replay_)
     if not isinstance(self.ard, (bool, np.bool_)):
         arrays["ard"] = np.asarray(self.ard, float)
     if self.relevance_ is not None:
         arrays["relevance"] = np.asarray(self.relevance_)
+    head = _header(self)
+    head["digest"] = _digest(head, arrays)
     with open(path, "wb") as fh:
-        np.savez(fh, header=np.array(json.dumps(_header(self))), **arrays)
+        np.savez(fh, header=np.array(json.dumps(head)), **arrays)
 
 Combiner.save = _save
 
 # %% ../nbs/07f_combiner.ipynb #fc5531e5
-def _read(path):
-    "The header and arrays of a saved `Combiner`, checked: this format, this version; no pickle is loaded."
-    with np.load(path, allow_pickle=False) as z:
-        head = json.loads(str(z["header"])) if "header" in z.files else {}
-        if head.get("format") != "predictability.Combiner":
-            raise ValueError(f"{path} is not a Combiner saved by `Combiner.save` (no predictability header).")
-        if head["version"] != __version__:
-            raise ValueError(f"{path} was saved by predictability {head['version']}, and this is {__version__}: "
-                             "the recorded updates are specific to the version that made them. Fit it again here.")
-        return head, {k: z[k] for k in z.files if k != "header"}
+def _bad(path, what: str) -> ValueError:
+    return ValueError(f"{path} is not a Combiner model that loads: {what}. Fit the model again, or restore the file "
+                      "that `save` wrote.")
 
-def _load(cls, path):
-    "A fitted `Combiner` from a file of `save`: it transforms as the one saved."
+def _read(path):
+    "The header and arrays of a saved `Combiner`, every part checked; no pickle is loaded."
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise
+    except Exception as e:                        # not an .npz, a damaged archive, an array of objects
+        raise _bad(path, f"it does not read as a NumPy .npz of plain arrays ({type(e).__name__}: {e})") from None
+    text = arrays.pop("header", None)
+    try:
+        head = json.loads(str(text)) if text is not None and text.ndim == 0 and text.dtype.kind == "U" else {}
+    except json.JSONDecodeError as e:
+        raise _bad(path, f"its header is not JSON ({e})") from None
+    if not isinstance(head, dict) or head.get("format") != "predictability.Combiner":
+        raise ValueError(f"{path} is not a Combiner saved by `Combiner.save` (no predictability header).")
+    if head.get("version") != __version__:
+        raise ValueError(f"{path} was saved by predictability {head.get('version')}, and this is {__version__}: "
+                         "the recorded updates are specific to the version that made them. Fit it again here.")
+    what = _header_problem(head) or _array_problem(head, arrays)
+    if what is None and head["digest"] != _digest(head, arrays):
+        what = "its arrays or header differ from what `save` wrote (the digest does not match)"
+    if what:
+        raise _bad(path, what)
+    return head, arrays
+
+# %% ../nbs/07f_combiner.ipynb #a1c0e001
+def _of_type(v, t) -> bool:
+    "`v` a JSON value of type(s) `t` (a bool is not an int here)."
+    return isinstance(v, t) and not (isinstance(v, bool) and bool not in (t if isinstance(t, tuple) else (t,)))
+
+def _header_problem(head: dict) -> str | None:
+    "What is wrong with a model file's header (a key missing or of another type; keys that disagree), or None."
+    for k, t in {**_HEAD, "digest": str}.items():
+        if k not in head or not _of_type(head[k], t):
+            return f"its header's {k!r} is missing" if k not in head else f"its header's {k!r} is {head[k]!r}"
+    P, h, cols, labels = len(head["columns"]), head["h"], head["columns"], head["column_labels"]
+    if P < 2 or not all(_of_type(c, int) for c in cols) or sorted(cols) != list(range(P)):
+        return f"its header's 'columns' {cols} is not an order of the columns 0..{P - 1}"
+    if not 1 <= h <= P or (head["one_target"] and h != 1) or head["n"] < 3:
+        return f"its header's 'h' ({h}), 'one_target' and 'n' ({head['n']}) disagree with {P} columns"
+    if labels is not None and (len(labels) != P or head["feature_names"] not in (None, labels)):
+        return f"its header's 'column_labels' and 'feature_names' are not labels of its {P} columns"
+    try:
+        want, one = target_columns(SimpleNamespace(columns=labels) if labels else None, head["params"].get("targets"), P)
+    except (TypeError, ValueError) as e:
+        return f"its header's 'targets' are not columns of the model ({e})"
+    if cols != want + [j for j in range(P) if j not in want] or one != head["one_target"] or len(want) != h:
+        return f"its header's 'columns' {cols} are not the order that targets={head['params'].get('targets')!r} makes"
+    if head["target_names"] != ([labels[c] for c in want] if labels else want):
+        return f"its header's 'target_names' {head['target_names']} are not the target columns' labels"
+    if head["method_object"] not in ("npc", "npc-exact", "lpc", "opc"):
+        return f"its header's 'method_object' {head['method_object']!r} is not a method of Algorithm 1"
+    return None
+
+# %% ../nbs/07f_combiner.ipynb #a1c0e002
+def _array(z: dict, k: str, ndim: int, finite: bool = True, kind: str = "f") -> str | None:
+    "What is wrong with array `k` (missing; not `ndim`-D float64, or integer for `kind` 'i'; not finite), or None."
+    if k not in z:
+        return f"its array {k!r} is missing"
+    a = z[k]
+    if a.ndim != ndim or (a.dtype != np.float64 if kind == "f" else a.dtype.kind not in "iu"):
+        return f"its array {k!r} is {a.dtype} of shape {a.shape}, not {ndim}-D {'float64' if kind == 'f' else 'integer'}"
+    if kind == "f" and finite and not np.isfinite(a).all():
+        return f"its array {k!r} has NaN or infinite values"
+    return None
+
+def _shape(z: dict, want: dict) -> str | None:
+    "The first array of `want` (name -> shape) whose shape differs, said, or None."
+    k = next((k for k, s in want.items() if z[k].shape != s), None)
+    return None if k is None else f"its array {k!r} has shape {z[k].shape}, not {want[k]} (as its other arrays say)"
+
+# %% ../nbs/07f_combiner.ipynb #a1c0e003
+_NDIM = dict(a=1, c=1, u=2, kernel=1, coef=2)   # the arrays of a column's updates, and their dimensions
+
+def _span_problem(z: dict, p: int, kernel: bool, S: int, Nb: int, P: int) -> tuple:
+    "(column `p`'s updates recorded, what is wrong with them or None): a complete set of arrays, of agreeing shapes."
+    fam = [f"{f}_{p}" for f in (("a", "c", "u", "kernel") if kernel else ("coef",))]
+    if not any(k in z for k in fam):
+        return 0, None
+    for k in fam:
+        if what := _array(z, k, _NDIM[k.rsplit("_", 1)[0]], kind="i" if k.startswith("kernel") else "f"):
+            return 0, what
+    s = z[fam[0]].shape[0]
+    if not kernel:
+        return s, _shape(z, {fam[0]: (s, P)})
+    what = _shape(z, {fam[1]: (s,), fam[2]: (Nb, s), fam[3]: (s,)})
+    if what is None and not 1 <= s <= S:
+        what = f"its column {p} has {s} kernel updates and {S} sweeps of replay rows"
+    if what is None and not np.isin(z[fam[3]], range(len(_KERNELS))).all():
+        what = f"its array {fam[3]!r} has values {sorted(set(z[fam[3]].tolist()))}, not kernel indices 0..{len(_KERNELS) - 1}"
+    return s, what
+
+# %% ../nbs/07f_combiner.ipynb #a1c0e004
+def _array_problem(head: dict, z: dict) -> str | None:
+    "What is wrong with a model file's arrays (against each other, the header and the ranges they live in), or None."
+    P, h, n, kernel = len(head["columns"]), head["h"], head["n"], head["method_object"] in ("npc", "npc-exact")
+    spans = {f"{f}_{p}" for f in (("a", "c", "u", "kernel") if kernel else ("coef",)) for p in range(P)}
+    optional = {"relevance"} if head["ard"] is None else {"relevance", "ard"}   # "ard": a matrix given to `fit`
+    if extra := sorted(set(z) - {"mean", "std", "weights", "plans", "rows_at", "relevance"} - spans
+                       - ({"ard"} if head["ard"] is None else set())):
+        return f"it has array(s) {extra} that a {head['method_object']} model of {P} columns has not"
+    dims = dict(mean=1, std=1, weights=2, rows_at=3, ard=2, relevance=1 if head["one_target"] else 2)
+    for k, d in dims.items():
+        if (k in z or k not in optional) and (what := _array(z, k, d)):   # a missing one named
+            return what
+    if what := _array(z, "plans", 2, finite=False):   # no noise nor width: NaN
+        return what
+    shapes = dict(mean=(P,), std=(P,), weights=(P, P), rows_at=z["rows_at"].shape[:2] + (P,), ard=(P, P),
+                  relevance=(P - 1,) if head["one_target"] else (h, P))
+    if what := _shape(z, {k: s for k, s in shapes.items() if k in z}):
+        return what
+    if not (z["std"] > 0).all() or (z["weights"] < 0).any() or ("relevance" in z and (z["relevance"] < 0).any()):
+        return "its standard deviations are not all positive, or its relevance weights not all non-negative"
+    return _plan_problem(head, z, P, h, n, kernel)
+
+# %% ../nbs/07f_combiner.ipynb #a1c0e005
+def _plan_problem(head: dict, z: dict, P: int, h: int, n: int, kernel: bool) -> str | None:
+    "The plans (column, noise, width, iterations) against the recorded updates: what is wrong, or None."
+    pl = z["plans"]
+    cols, n_iter = (pl[:, 0], pl[:, 3]) if pl.shape[1] == 4 else (np.array([-1.0]), np.array([-1.0]))
+    if not np.isin(cols, range(P)).all() or len(set(cols)) < len(cols) or not set(range(h)) <= set(cols.tolist()) \
+            or not (np.isfinite(n_iter) & (n_iter >= 0) & (n_iter == np.round(n_iter))).all():
+        return f"its array 'plans' {pl.shape} is not one row (column, noise, width, iterations) per planned column"
+    S, Nb = z["rows_at"].shape[:2]
+    if kernel and not 1 <= Nb <= n:
+        return f"its replay rows have {Nb} basis rows, and the fit {n} rows"
+    moves = {int(p): int(t) for p, t in zip(cols, n_iter)}
+    sweeps = max(moves[p] for p in range(h))      # the references move only while a target column does
+    for p in range(P):
+        s, what = _span_problem(z, p, kernel, S, Nb, P)
+        if what:
+            return what
+        if s and p not in moves:
+            return f"its column {p} has updates but no plan"
+        if not s and moves.get(p, 0) and (p < h or (head["params"].get("joint") and sweeps)):
+            return f"its column {p} moves ({moves[p]} iteration(s)) but its updates are missing"
+        if s and kernel and not (np.isfinite(pl[cols == p, 1:3]) & (pl[cols == p, 1:3] > 0)).all():
+            return f"its column {p}'s noise and kernel width are not positive numbers"
+    return None
+
+# %% ../nbs/07f_combiner.ipynb #a1c0e006
+def _built(cls, head: dict, z: dict):
+    "The `Combiner` of a checked header and arrays."
     from predictability.labelfree import LabelFreeChoice
-    head, z = _read(path)
     m = make_method(head["method_object"], **head["method_settings"])
     ard = head["ard"] if head["ard"] is not None else z["ard"]
     self = cls(**head["params"], method=head["method"] or m, ard=ard, random_state=head["random_state"])
@@ -323,9 +537,18 @@ def _load(cls, path):
     self.columns_, self.one_target_, self.n_features_in_ = head["columns"], head["one_target"], len(head["columns"])
     if head["feature_names"] is not None:
         self.feature_names_in_ = np.asarray(head["feature_names"], dtype=object)
-    self.target_names_, self.params_, self.version_ = head["target_names"], head["fitted_params"], head["version"]
+    self.column_labels_, self.target_names_ = head["column_labels"], head["target_names"]
+    self.params_, self.version_ = head["fitted_params"], head["version"]
     self.choices_ = [LabelFreeChoice(**{**c, "excluded": tuple(c["excluded"])}) for c in head["choices"]]
     self.relevance_, self.model_nbytes_ = z.get("relevance"), self.replay_.nbytes
     return self
+
+def _load(cls, path):
+    "A fitted `Combiner` from a file of `save`, every part checked first: it transforms as the one saved."
+    head, z = _read(path)
+    try:
+        return _built(cls, head, z)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:   # still the file's: say so, name it
+        raise _bad(path, f"{type(e).__name__}: {e}") from None
 
 Combiner.load = classmethod(_load)

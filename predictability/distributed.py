@@ -358,13 +358,12 @@ def _transform_part(part, combiner):
 def transform_dask(combiner, # a fitted `Combiner`
                    X, # the new rows (n, P): a row-chunked Dask array or a Dask DataFrame
                   ):
-    """`combiner.transform` of each row chunk of `X`, lazily: a Dask array (n,) or (n, h), or for a Dask DataFrame a
-    Dask Series (a DataFrame for several targets) with the index kept."""
+    """`combiner.transform` of each row chunk of `X`, lazily: a Dask array (n, h), one column per target, or for a Dask
+    DataFrame a Dask DataFrame with the index kept."""
     check_is_fitted(combiner, "replay_")
     if isinstance(X, dd.DataFrame):
         meta = combiner.transform(X.head(1, npartitions=1))           # checked against the fit at once
         return X.map_partitions(_transform_part, combiner, meta=meta.iloc[:0])
     V = row_chunks(X)
     combiner.transform(V[:1].compute())
-    out = dict(drop_axis=1) if combiner.one_target_ else dict(chunks=(V.chunks[0], (len(combiner.target_names_),)))
-    return V.map_blocks(_transform_block, combiner, dtype=np.float64, **out)
+    return V.map_blocks(_transform_block, combiner, dtype=np.float64, chunks=(V.chunks[0], (len(combiner.target_names_),)))
