@@ -412,7 +412,7 @@ def paper_note(rep: PubFigReport,  # a run's per-split scores
     return ("Note: the paper's columns are its published numbers, not a rerun. Its initial rankers f0 are unpublished; "
             "the ones trained here make errors that are correlated across the attributes (one image ranked wrongly "
             "on all of them at once), which the references cannot correct, so the measured gains are smaller. "
-            "With those errors decorrelated, NPC gains the paper's size" + ctrl + ".")
+            "With those errors decorrelated, NPC gains about the paper's size" + ctrl + ".")
 
 # %% ../../nbs/experiments/03_pubfig.ipynb #e7e413b2
 PUBFIG_URL = "https://cc.gatech.edu/~parikh/relative.html"   # Parikh & Grauman's relative attributes: its [data]
