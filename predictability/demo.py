@@ -4,9 +4,11 @@
 
 # %% auto #0
 __all__ = ['YEAST_SHAPE', 'BASELINE_CS', 'DEMO_GRIDS', 'QUICK_DEMO', 'load_yeast', 'split_rows', 'train_baselines',
-           'mean_kendall', 'unique_columns', 'DemoReport', 'chosen_table', 'markdown_table', 'run_demo']
+           'mean_kendall', 'gain_test', 'roc_auc', 'unique_columns', 'DemoReport', 'chosen_table', 'markdown_table',
+           'run_demo']
 
 # %% ../nbs/12_demo.ipynb #f6153f46
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -132,6 +134,34 @@ def mean_kendall(pred, # (n, T) scores
         raise ValueError(f"`pred` and `labels` must both be (n, T); got {pred.shape} and {labels.shape}.")
     return float(np.mean([kendall_tau(pred[:, t], labels[:, t]) for t in range(pred.shape[1])]))
 
+# %% ../nbs/12_demo.ipynb #ab96d5d1
+def gain_test(before, # (T,) or (T, S) scores of f0: T classes, S splits
+              after,  # the method's scores of the same classes and splits
+             ) -> dict: # n, mean gain, pairs better and worse, two-sided p of each test
+    "Paired tests of `after` against `before` over every class (and split): Wilcoxon's signed-rank and the paired t-test."
+    from scipy.stats import ttest_rel, wilcoxon
+    b, a = np.asarray(before, dtype=np.float64).ravel(), np.asarray(after, dtype=np.float64).ravel()
+    if a.shape != b.shape or a.size < 2 or not np.isfinite(np.r_[a, b]).all():
+        raise ValueError("`before` and `after` must hold finite scores of the same classes and splits (at least 2); "
+                         f"got shapes {np.shape(before)} and {np.shape(after)}.")
+    d = a - b
+    out = dict(n=int(d.size), gain=float(d.mean()), better=int((d > 0).sum()), worse=int((d < 0).sum()))
+    if not d.any() or np.ptp(d) == 0:                       # no change, or the same change everywhere: no spread
+        return {**out, "p_wilcoxon": 1.0 if not d.any() else float(wilcoxon(d).pvalue), "p_t": float(not d.any())}
+    return {**out, "p_wilcoxon": float(wilcoxon(d).pvalue), "p_t": float(ttest_rel(a, b).pvalue)}
+
+# %% ../nbs/12_demo.ipynb #178645b0
+def roc_auc(scores, # (n,) scores of one class
+            labels, # (n,) its binary labels
+           ) -> float: # the share of (positive, negative) pairs ranked the right way round, ties counted half
+    "The ROC AUC of `scores` for the binary `labels` (Mann-Whitney), 0.5 when the labels are all equal."
+    from scipy.stats import rankdata
+    s, y = np.asarray(scores, dtype=np.float64), np.asarray(labels).astype(bool)
+    n1, n0 = int(y.sum()), int((~y).sum())
+    if n1 == 0 or n0 == 0:
+        return 0.5
+    return float((rankdata(s)[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
 # %% ../nbs/12_demo.ipynb #d541cb5e
 def unique_columns(F, # (N, T) matrix
                   ) -> tuple: # (first, col): indices of the distinct columns, and each column's index among them
@@ -157,9 +187,9 @@ _LABELS = {"f0": "f0", "opc": "OPC", "lpc": "LPC", "npc": "NPC", "npc-exact": "N
 @dataclass
 class DemoReport:
     "What `run_demo` returns."
-    table: pd.DataFrame      # held-out Kendall's tau_b x100: one row per class and a "mean" row; columns f0 and methods
+    table: pd.DataFrame      # held-out Kendall's $\tau_b\times100$ per class and a "mean" row (mean over the splits); columns f0 and methods
     chosen: dict             # method -> {"params", "n_iter", "val_score", "val_score_f0"} chosen by `tune`
-    curves: pd.DataFrame     # mean held-out tau x100 at each iteration of the chosen settings (rows 0..n_iter)
+    curves: pd.DataFrame     # mean held-out $\tau\times100$ at each iteration of the chosen settings (rows 0..n_iter)
     relevance: np.ndarray    # (U, U) ARD relevance of the distinct baselines for each other (row u: u's references)
     tasks: list              # the classes kept
     dropped: list            # the classes too rare in the training set
@@ -167,13 +197,49 @@ class DemoReport:
     merged: list             # groups of classes with identical baselines, combined as one column
     paths: dict = field(default_factory=dict)     # name -> Path of each file written
     timings: dict = field(default_factory=dict)   # stage -> seconds
+    auc: pd.DataFrame = None                      # held-out ROC AUC, laid out as `table`
+    tests: dict = field(default_factory=dict)     # method -> `gain_test` over every class and split
+    n_splits: int = 1                             # random splits the table averages
+
+    def heading(self) -> str:
+        "What the table holds, in one line."
+        return (f"Held-out Kendall tau x100 on {self.sizes['test']} test genes, per class and their mean (f0: the "
+                f"baselines trained on {self.sizes['train']} labelled genes; the methods: f0 combined, tuned on "
+                f"{self.sizes['val']} validation genes" + (f"; the mean of {self.n_splits} random splits)"
+                                                               if self.n_splits > 1 else ")"))
+
+    def verdict(self) -> list:
+        "One line per method (the gain, the paired test over the classes and splits, the AUC), then what it means."
+        up = [_LABELS.get(m, m) for m, t in self.tests.items() if t["p_wilcoxon"] < 0.05 and t["gain"] > 0]
+        more = "" if self.n_splits > 1 else " (`run_demo(n_splits=3)` pairs three splits)"
+        return [_verdict(self, m) for m in self.tests] + [
+            "On this data: " + (f"{' and '.join(up)} rank(s) the classes better than f0 beyond noise, by the amounts "
+                                "above." if up else "no gain is larger than the spread of the gains across the "
+                                f"classes{more}; the table shows the workflow on real data, not evidence that "
+                                "combining helps here.")]
 
     def to_markdown(self, digits: int = 2) -> str:
-        "The table in Markdown."
-        return markdown_table(self.table, digits)
+        "The heading, the table and the verdict in Markdown."
+        v = self.verdict()
+        return "\n\n".join([f"### {self.heading()}", markdown_table(self.table, digits), "\n".join(v[:-1]), v[-1]])
 
     def _repr_markdown_(self):
         return self.to_markdown()
+
+# %% ../nbs/12_demo.ipynb #a1e534db
+def _verdict(rep, m) -> str:
+    "The line of `DemoReport.verdict` for method `m`."
+    t, L = rep.tests[m], _LABELS.get(m, m)
+    f0, after = rep.table.loc["mean", "f0"], rep.table.loc["mean", m]
+    auc0, auc1 = rep.auc.loc["mean", "f0"], rep.auc.loc["mean", m]
+    sig = t["p_wilcoxon"] < 0.05
+    what = ("a gain beyond noise" if sig and t["gain"] > 0 else "a loss beyond noise" if sig else
+            "not distinguishable from noise")
+    pairs = f"{len(rep.tasks)} classes" + (f" x {rep.n_splits} splits" if rep.n_splits > 1 else " of one split")
+    return (f"- {L}: {t['gain']:+.2f} tau x100 ({f0:.2f} -> {after:.2f}), better on {t['better']} and worse on {t['worse']} of "
+            f"{t['n']} ({pairs}); paired Wilcoxon p = {t['p_wilcoxon']:.2g}, paired t p = {t['p_t']:.2g}: {what} "
+            f"at 0.05. Mean ROC AUC {auc0:.3f} -> {auc1:.3f}: of every 1,000 pairs of a gene in a class and one "
+            f"outside it, {1000 * (auc1 - auc0):+.1f} ranked the right way round.")
 
 # %% ../nbs/12_demo.ipynb #1f6988d8
 def chosen_table(rep: DemoReport, # what `run_demo` returned
@@ -259,7 +325,7 @@ def _readme(rep: "DemoReport", settings: dict) -> str:
         params = ", ".join(f"{k}={v:g}" for k, v in c["params"].items())
         lines.append(f"* {_LABELS.get(m, m)}: {params}, iteration {c['n_iter']} (grid {s['grids'][m]}); "
                      f"validation score {c['val_score']:.2f} (f0: {c['val_score_f0']:.2f}).")
-    lines += ["", "## Held-out Kendall tau x100 (test genes)", "", rep.to_markdown(), "",
+    lines += ["", "## " + rep.heading(), "", markdown_table(rep.table), "", *rep.verdict()[:-1], "", rep.verdict()[-1], "",
               "## Files", "",
               "* `table.csv`, `table.md`: the table above.",
               "* `relevance.png`: NPC's ARD relevance matrix (row t: how much each other class serves class t).",
@@ -333,26 +399,60 @@ def _demo_baselines(X, Y, names, train, C, min_count, random_state, log) -> _Bas
     return _Baselines(F0, kept, dropped, Cs, tasks, Y[:, kept], first, col, merged, F0[:, first])
 
 # %% ../nbs/12_demo.ipynb #0114ab57
-def _run_method(m, b: _Baselines, W, grid, val, test, n_iter, n_basis, progress, log, timings):
-    "Method `m` tuned on the rows `val`: its column of the table, its choice, its test and validation curves."
+def _run_method(m, b: _Baselines, W, grid, val, test, n_iter, n_basis, bars, log, timings):
+    "Method `m` tuned on the rows `val`: its tau and AUC columns, its choice, its test and validation curves."
     metric = lambda pred, labels: mean_kendall(pred[:, b.col], labels)   # every class counts, merged or not
     t = time.perf_counter()
-    log(f"tuning {_LABELS[m]}: {int(np.prod([len(v) for v in grid.values()]))} setting(s) x {n_iter} iterations ...")
+    n_set = int(np.prod([len(v) for v in grid.values()]))
+    log(f"tuning {_LABELS[m]}: {n_set} setting(s) x {n_iter} iterations ...")
     kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
-    tr = tune(b.Fu, None, b.Yk[val], val, metric=metric, grid=grid, n_iter=n_iter, method=m, progress=progress, **kw)
-    timings[f"tune {m}"] = time.perf_counter() - t
+    tr = tune(b.Fu, None, b.Yk[val], val, metric=_logged(metric, m, n_set, n_iter, None if bars else log), grid=grid,
+              n_iter=n_iter, method=m, progress=bars, **kw)
+    timings[f"tune {m}"] = timings.get(f"tune {m}", 0.0) + time.perf_counter() - t
     pred = tr.result.prediction[:, b.col]
     column = [kendall_tau(pred[test, j], b.Yk[test, j]) for j in range(len(b.kept))]
+    auc = [roc_auc(pred[test, j], b.Yk[test, j]) for j in range(len(b.kept))]
     f0_val = mean_kendall(b.F0[val], b.Yk[val])
     chosen = {"params": dict(tr.params), "n_iter": int(tr.n_iter), "val_score": float(tr.score), "val_score_f0": f0_val}
     log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
-    t = time.perf_counter()                                 # the held-out curve of the chosen setting
+    return column, auc, chosen, tr
+
+def _curves(m, b: _Baselines, W, tr, val, test, n_iter, n_basis, timings):
+    "The test and validation curves of `tune`'s choice `tr`, re-run to `n_iter` when it stopped earlier."
+    metric = lambda pred, labels: mean_kendall(pred[:, b.col], labels)
+    kw = dict(n_basis=n_basis, ard=W) if m in ("npc", "npc-exact") else {}
+    t = time.perf_counter()
     full = tr.result if tr.n_iter == n_iter else combine(b.Fu, None, method=m, n_iter=n_iter, progress=False,
                                                           **kw, **tr.params)
-    curve = [metric(h[test], b.Yk[test]) for h in full.history]
-    val_curve = [metric(h[val], b.Yk[val]) for h in full.history]
     timings[f"curve {m}"] = time.perf_counter() - t
-    return column, chosen, curve, val_curve
+    return [metric(h[test], b.Yk[test]) for h in full.history], [metric(h[val], b.Yk[val]) for h in full.history]
+
+# %% ../nbs/12_demo.ipynb #a75c733e
+def _logged(metric, m, n_set, n_iter, log):
+    "`metric`, and a line to `log` each time `tune` has scored the n_iter + 1 iterations of a setting (log None: none)."
+    calls, t0 = [0], time.perf_counter()
+    def fn(pred, labels):
+        calls[0] += 1
+        if log is not None and calls[0] % (n_iter + 1) == 0:
+            log(f"  {_LABELS[m]}: setting {min(calls[0] // (n_iter + 1), n_set)}/{n_set} done "
+                f"({time.perf_counter() - t0:.0f} s)")
+        return metric(pred, labels)
+    return fn
+
+class _NoBars:
+    "Standard error without progress bars: tqdm's redraws (\\r) and moves between nested bars (ESC[, newlines) are dropped."
+    def __init__(self, stream): self.stream, self.in_bar = stream, False
+    def write(self, s: str) -> int:
+        if "\r" in s or "\x1b[" in s or (self.in_bar and not s.strip("\n")):
+            self.in_bar = True
+            return len(s)
+        self.in_bar = False
+        return self.stream.write(s)
+    def flush(self): self.stream.flush()
+    def isatty(self) -> bool: return False
+
+def _no_bars():
+    return contextlib.redirect_stderr(_NoBars(sys.stderr))
 
 # %% ../nbs/12_demo.ipynb #7445902d
 def _write_report(rep, out: Path, b: _Baselines, val_curves, settings: dict) -> dict:
@@ -368,12 +468,48 @@ def _write_report(rep, out: Path, b: _Baselines, val_curves, settings: dict) -> 
     paths["README.md"].write_text(_readme(rep, settings), encoding="utf-8")
     return paths
 
+# %% ../nbs/12_demo.ipynb #6913300e
+def _split_seeds(random_state, n_splits) -> list:
+    "The seed of each split: `random_state` itself for one split, random_state, random_state + 1, ... for several."
+    if int(n_splits) != n_splits or n_splits < 1:
+        raise ValueError(f"`n_splits` must be a positive integer; got {n_splits}.")
+    if n_splits == 1:
+        return [random_state]
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)):
+        raise ValueError(f"`random_state` must be an int with `n_splits` > 1 (split s uses random_state + s); got "
+                         f"{random_state!r}.")
+    return [int(random_state) + s for s in range(int(n_splits))]
+
+def _demo_split(X, Y, names, seed, k, n_splits, methods, grids, n_train, n_val, n_iter, n_basis, C, min_count,
+                bars, log, timings) -> dict:
+    "Split `k` (seed `seed`): the baselines, and each method's tau and AUC columns; curves for the first split only."
+    train, val, test = split_rows(len(X), n_train, n_val, seed)
+    if n_splits > 1:
+        log(f"split {k + 1}/{n_splits} (random_state={seed}) ...")
+    t = time.perf_counter()
+    log(f"training {Y.shape[1]} baselines on {len(train)} genes ...")
+    b = _demo_baselines(X, Y, names, train, C, min_count, seed, log)
+    timings["baselines"] = timings.get("baselines", 0.0) + time.perf_counter() - t
+    t = time.perf_counter()
+    W = fit_ard_joint(b.Fu)                                 # shared by every NPC setting, and the figure
+    timings["ard"] = timings.get("ard", 0.0) + time.perf_counter() - t
+    r = dict(b=b, W=W, sizes={"train": len(train), "val": len(val), "test": len(test)}, chosen={}, curves={},
+             val_curves={}, tau={"f0": [kendall_tau(b.F0[test, j], b.Yk[test, j]) for j in range(len(b.kept))]},
+             auc={"f0": [roc_auc(b.F0[test, j], b.Yk[test, j]) for j in range(len(b.kept))]})
+    for m in methods:
+        r["tau"][m], r["auc"][m], r["chosen"][m], tr = _run_method(m, b, W, grids[m], val, test, n_iter, n_basis,
+                                                                   bars, log, timings)
+        if k == 0:
+            r["curves"][m], r["val_curves"][m] = _curves(m, b, W, tr, val, test, n_iter, n_basis, timings)
+    return r
+
 # %% ../nbs/12_demo.ipynb #aa7eddd0
 def run_demo(out_dir="predictability-demo", # folder for the report's files; None: write nothing
              *,
              n_train: int = 150, # labelled genes the baselines are trained on
              n_val: int = 100, # validation genes `tune` chooses the settings on
-             random_state=0, # seed of the split and of the baselines' CV folds
+             random_state=0, # seed of the split and of the baselines' CV folds (an int with `n_splits` > 1)
+             n_splits: int = 1, # random splits, seeds random_state, random_state + 1, ...: the table is their mean
              methods=("opc", "lpc", "npc"), # the methods to run, among the keys of `DEMO_GRIDS`
              grid: dict | None = None, # method -> grid, replacing that method's `DEMO_GRIDS` entry
              n_iter: int = 20, # iteration cap; `tune` chooses the iteration up to it
@@ -384,7 +520,8 @@ def run_demo(out_dir="predictability-demo", # folder for the report's files; Non
              progress: bool = True, # log the stages to stderr
             ) -> DemoReport: # the held-out table, the choices, the curves and the files written
     r"""Train per-class baselines on `n_train` Yeast genes, improve them with each of `methods` tuned on `n_val` genes,
-    and report Kendall's $\tau_b\times100$ on the rest. Writes table.csv, table.md, relevance.png, iterations.png and
+    and report Kendall's $\tau_b\times100$ on the rest, with a paired test of each method against f0 over the classes
+    (and the `n_splits` splits). Writes table.csv, table.md, relevance.png, iterations.png and
     README.md to `out_dir` (None: write nothing)."""
     t_start = time.perf_counter()
     timings = {}
@@ -392,33 +529,32 @@ def run_demo(out_dir="predictability-demo", # folder for the report's files; Non
         if progress:
             print(f"[demo] {msg}", file=sys.stderr, flush=True)
     methods, grids, out = _check_demo_args(methods, grid, n_iter, out_dir)
+    seeds = _split_seeds(random_state, n_splits)
     t = time.perf_counter()
     X, Y, names = _demo_data(data, log)
     timings["load"] = time.perf_counter() - t
-    train, val, test = split_rows(len(X), n_train, n_val, random_state)
+    bars = bool(progress) and sys.stderr.isatty()          # a log gets plain lines, never a bar's redraws
     # Every matrix here is small (N = 2,417): multi-threaded BLAS only adds spinning, and contends with the worker
     # threads NPC's kernel sums start of their own.
-    with one_blas_thread():
-        t = time.perf_counter()
-        log(f"training {Y.shape[1]} baselines on {len(train)} genes ...")
-        b = _demo_baselines(X, Y, names, train, C, min_count, random_state, log)
-        timings["baselines"] = time.perf_counter() - t
-        t = time.perf_counter()
-        W = fit_ard_joint(b.Fu)                                 # shared by every NPC setting, and the figure
-        timings["ard"] = time.perf_counter() - t
-        table = {"f0": [kendall_tau(b.F0[test, j], b.Yk[test, j]) for j in range(len(b.kept))]}
-        curves, val_curves, chosen = {}, {}, {}
-        for m in methods:
-            table[m], chosen[m], curves[m], val_curves[m] = _run_method(m, b, W, grids[m], val, test, n_iter, n_basis,
-                                                                        progress, log, timings)
-    table = pd.DataFrame(table, index=pd.Index(b.tasks, name="class"))
-    table.loc["mean"] = table.mean(axis=0)
+    with one_blas_thread(), (contextlib.nullcontext() if bars else _no_bars()):
+        runs = [_demo_split(X, Y, names, s, k, len(seeds), methods, grids, n_train, n_val, n_iter, n_basis, C,
+                            min_count, bars, log, timings) for k, s in enumerate(seeds)]
+    r0 = runs[0]
+    b = r0["b"]
+    mean_of = lambda key: pd.DataFrame({m: np.mean([r[key][m] for r in runs], axis=0) for m in r0[key]},
+                                       index=pd.Index(b.tasks, name="class"))
+    table, auc = mean_of("tau"), mean_of("auc")
+    if any(r["b"].tasks != b.tasks for r in runs):
+        raise ValueError("the splits keep different classes (a class too rare in some training draws); use one split "
+                         "or raise `n_train`.")
+    table.loc["mean"] = table.mean(axis=0); auc.loc["mean"] = auc.mean(axis=0)
+    per = lambda m: np.column_stack([r["tau"][m] for r in runs])          # (classes, splits)
+    tests = {m: gain_test(per("f0"), per(m)) for m in methods}
     timings["total"] = time.perf_counter() - t_start
-    rep = DemoReport(table, chosen, pd.DataFrame(curves).rename_axis("iteration"), W, b.tasks,
-                     [names[k] for k in b.dropped], {"train": len(train), "val": len(val), "test": len(test)},
-                     b.merged, {}, timings)
+    rep = DemoReport(table, r0["chosen"], pd.DataFrame(r0["curves"]).rename_axis("iteration"), r0["W"], b.tasks,
+                     [names[k] for k in b.dropped], r0["sizes"], b.merged, {}, timings, auc, tests, len(seeds))
     if out is not None:
         settings = dict(random_state=random_state, n=len(X), d=X.shape[1], n_tasks=Y.shape[1], min_count=min_count,
                         Cs=b.Cs, n_iter=n_iter, n_basis=n_basis, grids=grids)
-        _write_report(rep, out, b, pd.DataFrame(val_curves).rename_axis("iteration"), settings)
+        _write_report(rep, out, b, pd.DataFrame(r0["val_curves"]).rename_axis("iteration"), settings)
     return rep

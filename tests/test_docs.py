@@ -553,23 +553,62 @@ def test_everything_fits_the_window(chromium, site, width):
     assert not bad, f'at {width} px:\n' + '\n'.join(f'{p}: {v}' for p, v in bad.items())
 
 
-def test_equations_are_cited_by_number(doms):
-    "Wherever a page cites one of the paper's equations by its label, the equation's number is there too"
-    sys.path.insert(0, str(TOOLS))
-    from paper_equations import PAPER, equation_numbers
-    if not PAPER.is_file():
-        pytest.skip("the paper's source is not beside the repository")
-    numbers = equation_numbers()
+_re_label = re.compile(r'(?<![\w\\])e:[A-Za-z][A-Za-z0-9]*')
+
+
+def _prose(page_html):
+    "The visible text of a page's article outside code blocks and typeset maths (code shows the notebooks' source)"
+    a = re.sub(r'<(pre|mjx-container|script|style)\b.*?</\1>', ' ', _article(page_html), flags=re.DOTALL)
+    return re.sub(r'\s+', ' ', _text(a))
+
+
+def test_no_bare_equation_labels(site):
+    """The notebooks cite "Eq. (n) (e:label)"; the built pages show the paper's numbers only, never a label, whether
+    or not the paper's source is beside the repository (tools/equation_numbers.json)"""
     bad, cited = [], 0
-    for page, dom in doms.items():
-        text = re.sub(r'\s+', ' ', _text(re.sub(r'<(pre|mjx-container)\b.*?</\1>', ' ', _article(dom), flags=re.DOTALL)))
-        for m in re.finditer(r'\((e:[A-Za-z0-9]+)[,)]', text):
-            if m.group(1) not in numbers: continue
-            cited += 1
-            if not re.search(r'Eqs?\. \(\d+\)(?:, (?:Supp\. Eq\. )?\(\d+\))*\s*$', text[max(0, m.start() - 60):m.start()]):
-                bad.append(f'{page}: ...{text[max(0, m.start() - 40):m.end() + 10]}...')
+    for f in sorted(site.rglob('*.html')):
+        if f.name in ('search.html', 'genindex.html'): continue
+        text = _prose(f.read_text(encoding='utf-8'))
+        cited += len(re.findall(r'\b(?:Eqs?\.) \(?\d+', text))
+        bad += [f'{f.relative_to(site)}: ...{text[max(0, m.start() - 50):m.end() + 10]}...'
+                for m in _re_label.finditer(text)]
     assert cited > 20, 'the pages cite almost no equations: the check is not looking at them'
-    assert not bad, 'equations cited without their number:\n' + '\n'.join(bad[:20])
+    assert not bad, f'{len(bad)} equation labels shown as text:\n' + '\n'.join(bad[:20])
+
+
+def test_equations_are_cited_by_number(doms):
+    "In the browser too: pages cite the paper's equations by number, and no label is left in the text"
+    cited, bad = 0, []
+    for page, dom in doms.items():
+        text = _prose(dom)
+        cited += len(re.findall(r'\b(?:Eqs?\.) \(?\d+', text))
+        bad += [f'{page}: ...{text[max(0, m.start() - 40):m.end() + 10]}...' for m in _re_label.finditer(text)]
+    assert cited > 20, 'the pages cite almost no equations: the check is not looking at them'
+    assert not bad, 'equation labels shown as text:\n' + '\n'.join(bad[:20])
+
+
+def test_citations_render_as_numbers():
+    "tools/build_docs.py's rendering of the notebooks' citations: numbers in, labels out, remarks and calls kept"
+    n = {'e:a': 'Eq. (1)', 'e:b': 'Eq. (2)', 'e:s': 'Supp. Eq. (7)'}
+    r = lambda t: build_docs.render_citations(t, n)
+    assert r('by Eq. (2) (e:b).') == 'by Eq. (2).'
+    assert r('$Q$ (e:a, e:b), then') == '$Q$ (Eqs. 1, 2), then'
+    assert r('(e:a, e:s)') == '(Eq. 1, Supp. Eq. 7)'
+    assert r('(e:b, squared)') == '(Eq. 2, squared)' and r('Eq. (2) (e:b, squared)') == 'Eq. (2) (squared)'
+    assert r('Eqs. (1), (2) (e:a, e:b)') == 'Eqs. (1), (2)'
+    assert r('f(e:b) and (e:unknown)') == 'f(e:b) and (e:unknown)'    # a call, and a label the paper lacks
+
+
+def test_equation_table_is_the_papers():
+    "tools/equation_numbers.json, which the build uses without the paper's source, holds the paper's numbers"
+    from paper_equations import PAPER, equation_numbers
+    table = json.loads(build_docs.EQUATIONS_JSON.read_text(encoding='utf-8'))
+    assert table['e:qprime2'] == 'Eq. (15)' and table['e:kernelpdistance'] == 'Supp. Eq. (27)'
+    if not PAPER.is_file():
+        pytest.skip("the paper's source is not beside the repository: the table is checked against it elsewhere")
+    assert table == equation_numbers()
+    cited = {m for nb in _notebooks() for m in _re_label.findall((NBS / nb).read_text(encoding='utf-8'))}
+    assert cited <= set(table), f'labels cited in the notebooks but not in the paper: {sorted(cited - set(table))}'
 
 
 def test_search_works_offline(chromium, site):

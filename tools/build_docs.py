@@ -235,25 +235,63 @@ def _asis_markdown(outputs):
 
 
 _EQS = None
+EQUATIONS_JSON = Path(__file__).resolve().parent / 'equation_numbers.json'   # {label: "Eq. (n)"}, from the paper
 
 
 def _equations():
-    "The paper's equation numbers by label (tools/paper_equations.py), read once; {} without the paper's source"
+    """The paper's equation numbers by label, read once: from the paper's LaTeX source when it is beside the
+    repository (tools/paper_equations.py), else from tools/equation_numbers.json, the same table committed"""
     global _EQS
     if _EQS is None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from paper_equations import PAPER, equation_numbers
         if PAPER.is_file():
             _EQS = equation_numbers(PAPER.read_text(encoding='utf-8'))
+        elif EQUATIONS_JSON.is_file():
+            _EQS = json.loads(EQUATIONS_JSON.read_text(encoding='utf-8'))
         else:
-            print(f'warning: {PAPER} not found: equations are cited by label only', file=sys.stderr)
+            print(f'warning: neither {PAPER} nor {EQUATIONS_JSON} found: equations are cited by label only',
+                  file=sys.stderr)
             _EQS = {}
     return _EQS
 
 
+_LABELS = r'(e:[A-Za-z0-9]+(?:\s*,\s*e:[A-Za-z0-9]+)*)'
+_re_numbered = re.compile(r'((?:Supp\. )?Eqs?\. \(\d+\)(?:, (?:Supp\. Eq\. )?\(\d+\))*) \(' + _LABELS + r'([^()]*)\)')
+_re_bare = re.compile(r'(?<![\w.])\(' + _LABELS + r'((?:[,;][^()]*)?)\)')
+
+
+def _numbers_of(labels, numbers):
+    "'Eq. 15', 'Eqs. 14, 15' or 'Eq. 1, Supp. Eq. 6' for the labels of one citation (None if one is unknown)"
+    labs = [l.strip() for l in labels.split(',')]
+    if not all(l in numbers for l in labs): return None
+    kinds, out = [], []
+    for l in labs:
+        kind, n = numbers[l].rsplit('(', 1)
+        kinds.append(kind.strip()); out.append((kind.strip(), n.rstrip(')')))
+    if len(set(kinds)) == 1:
+        kind = kinds[0] if len(out) == 1 else kinds[0].replace('Eq.', 'Eqs.')
+        return f"{kind} {', '.join(n for _, n in out)}"
+    return ', '.join(f'{k} {n}' for k, n in out)
+
+
+def render_citations(text, numbers):
+    """The notebooks cite "Eq. (n) (e:label)" or "(e:label)": the label finds the equation in the paper's source. A
+    reader of the site sees the paper's numbers only: "Eq. (15) (e:qprime2)" -> "Eq. (15)", "(e:a, e:b)" ->
+    "(Eqs. 1, 2)", "(e:b, squared)" -> "(Eq. 2, squared)". Labels not in `numbers` are left as they are"""
+    def numbered(m):
+        if _numbers_of(m.group(2), numbers) is None: return m.group(0)
+        rest = m.group(3).strip().lstrip(',;').strip()
+        return m.group(1) + (f' ({rest})' if rest else '')
+
+    def bare(m):
+        nums = _numbers_of(m.group(1), numbers)
+        return m.group(0) if nums is None else f'({nums}{m.group(2)})'
+    return _re_bare.sub(bare, _re_numbered.sub(numbered, text))
+
+
 def _cite(text):
-    from paper_equations import cite_equations
-    return cite_equations(text, _equations()) if _equations() else text
+    return render_citations(text, _equations()) if _equations() else text
 
 
 def process_nb(nb, fallback_title):
