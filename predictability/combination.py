@@ -22,6 +22,7 @@ from .blocks import _default_threads
 from .labelled import CombineResult, is_pandas, label_result
 from .kstats import reuse_kernel_stats
 from .methods import MTL, Method, make_method
+from .nystrom import record_jitters
 from .problem import prepare
 from .sweeps import ClientColumns, check_client
 
@@ -171,6 +172,33 @@ def _result(run, history, choices, F, h, use_ard, joint, auto):
     unchanged = all(plans[p].n_iter == 0 for p in range(h))
     return CombineResult(history[-1].copy(), history, relevance, params, choices, unchanged)
 
+# %% ../nbs/07_combine.ipynb #2e0392e1
+def _check_copies(H0, h: int):
+    "Refuse references that are all copies of target columns (up to shift and scale): nothing would be left to denoise with."
+    if H0.shape[1] == h:                                 # references=None: the target's columns are each other's
+        return
+    r = np.abs(H0[:, h:].T @ H0[:, :h])                  # correlations of the unit-norm, centred columns, (R, h)
+    if (1.0 - r.max(axis=1) > np.sqrt(np.finfo(np.float64).eps)).any():
+        return
+    pairs = ", ".join(f"reference {j} = target column {i}" for j, i in enumerate(r.argmax(axis=1)))
+    raise ValueError(f"every column of `references` is a copy of a column of `target` up to shift and scale ({pairs}):"
+                     " a copy carries nothing new about the target. Pass other predictors as `references`"
+                     + (", or references=None to denoise the target's columns with each other." if h > 1 else "."))
+
+def _note_jitters(res, jitters):
+    "Say in `res` where a step needed a diagonal jitter (`record_jitters`): `params['noise_jitter']`, and each column's reason."
+    worst = {}
+    for s, j in jitters:
+        worst[s] = max(j, worst.get(s, 0.0))
+    if worst:
+        res.params["noise_jitter"] = max(worst.values())
+    for c in res.choices:
+        if c.noise in worst:
+            c.reason += (f"; a step of this run at its sigma^2 needed a diagonal jitter of up to {worst[c.noise]:.2g} "
+                         "to factor V^T V + sigma^2 I (round-off of the kernel statistics): there the GP noise was in "
+                         f"effect {c.noise + worst[c.noise]:.3g}")
+    return res
+
 # %% ../nbs/07_combine.ipynb #add69a4e
 @dataclass
 class Options:
@@ -212,18 +240,20 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
     "Algorithm 1 on a prepared problem: plans (label-free choices), ARD once (line 2), the sweeps, the result."
     m, n_iter, joint = o.method, o.n_iter, o.joint
     (n, P), h, auto = pb.H0.shape, pb.h, m.is_auto(n_iter)
+    _check_copies(pb.H0, h)
     rows = m.basis_rows(n, o.rng)                                   # the Nystrom basis B
     weights, use_ard, given = _ard_weights(m, o.ard, pb.F2, pb.Gr, P, range(h) if auto or not joint else None)
     cols, backend = list(range(P) if joint else range(h)), m.backend(pb.H0)   # the run's back end, made once
-    plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng, given=given,
-                             backend=backend)
-    n_sweeps = max(plans[p].n_iter for p in range(h))               # references move only while a target column does
-    run = m.run(weights, rows, plans, backend)
-    run.spans = {} if record else None
-    show = _show_progress(o.progress, m, run, n, P, n_sweeps, joint)
-    bar = functools.partial(tqdm, desc=f"combine ({m.name})", disable=not show, leave=False)
-    history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar, _column_map(o))
-    res = _result(run, history, choices, pb.F, h, use_ard, joint, auto)
+    with record_jitters() as jitters:                               # a step's jitter is said in the result
+        plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng,
+                                 given=given, backend=backend)
+        n_sweeps = max(plans[p].n_iter for p in range(h))           # references move only while a target column does
+        run = m.run(weights, rows, plans, backend)
+        run.spans = {} if record else None
+        show = _show_progress(o.progress, m, run, n, P, n_sweeps, joint)
+        bar = functools.partial(tqdm, desc=f"combine ({m.name})", disable=not show, leave=False)
+        history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar, _column_map(o))
+    res = _note_jitters(_result(run, history, choices, pb.F, h, use_ard, joint, auto), jitters)
     if res.unchanged and auto and n_iter == "auto":
         warn_unchanged(stacklevel + 1)
     return res, run
