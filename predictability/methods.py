@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'SCREEN_BASIS', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run',
            'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'HeldColumns', 'near_copy', 'exclude_near_copy', 'column_choices',
-           'LinearSpan', 'MTL', 'make_method']
+           'LinearSpan', 'MTL', 'Peer', 'Average', 'PC1', 'peer_result', 'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ard import fit_ard_joint
-from .core import check_auto, check_int, check_scalar
+from .core import check_auto, check_int, check_scalar, normalize
 from .blocks import _check_weights, _scaled_columns
 from .kernels import gaussian_kernel
 from .kstats import Backend, kernel_stats, make_backend, shared_store
-from .labelfree import LabelFreeChoice, choose, relevance_test_widths
+from .labelfree import LabelFreeChoice, _aligned, choose, first_component, related, relevance_test_widths
+from .labelled import CombineResult
 from .lpc import lpc_iterate, lpc_update
 from .mtl import check_rho
 from .npc_exact import npc_exact_span, npc_exact_step
@@ -596,8 +597,66 @@ class MTL(Method):
         return mtl_combine(target, references, n_iter=50 if n_iter == "auto" else n_iter, random_state=random_state,
                            progress=bool(progress), **{k: getattr(self, k) for k in self.settings})
 
+# %% ../nbs/07c_methods.ipynb #a7e10c04
+class Peer(Method):
+    """A plain peer as a method: one step, no kernel and no iteration. Column $p$ of the target becomes a summary of the
+    z-scores of itself and of the other columns related to it (`related`), each sign-aligned with it, on its mean and
+    scale; a column nothing relates to is left unchanged. `n_iter`: 0 gives the input, any other value the step."""
+    settings, assumes = ("alpha",), ""
+    def __init__(self,
+                 alpha: float = 0.01, # level of the test "related to the column" (two-sided, Bonferroni over the others)
+                ):
+        self.alpha = check_scalar(alpha, "alpha", strict=True)
+        if self.alpha >= 1:
+            raise ValueError(f"`alpha` must be a level in (0, 1); got {alpha!r}.")
+
+    def column(self, H0, p) -> tuple:
+        "(column `p`'s summary, unit-norm and centred, or None when no other column of `H0` relates to it; the related count)."
+        Z = H0[:, np.r_[p, _others(p, H0.shape[1])]]
+        r = related(Z, self.alpha)
+        return (None, 0) if not r.any() else (normalize(self.summary(_aligned(Z, r), Z[:, 0])), int((r != 0).sum()))
+
+class Average(Peer):
+    "The plain average of the sign-aligned z-scores of each target column and of the columns related to it."
+    name = "average"
+    assumes = "views of one signal with errors of about equal size, independent of each other"
+    def summary(self, A, ref): return A.mean(axis=1)
+
+class PC1(Peer):
+    "The first principal component of the sign-aligned z-scores of each target column and of the columns related to it."
+    name = "pc1"
+    assumes = "one shared signal plus independent errors of any sizes (a one-factor model): better views weigh more"
+    def summary(self, A, ref): return first_component(A, ref)
+
+# %% ../nbs/07c_methods.ipynb #a7e10c05
+def _peer_reason(m, k, R, alpha) -> str:
+    "`Peer`'s record of one column: what was done, in plain words, then the test."
+    test = f"Fisher's z test at {alpha:g}, Bonferroni over the {R} other columns"
+    if k == 0:
+        return f"left unchanged: no other column is related to it ({test})"
+    what = "plain average" if m.name == "average" else "first principal component"
+    return (f"replaced by the {what} of its z-scores and those of the {k} other column(s) related to it, each "
+            f"sign-aligned ({test}); this assumes {m.assumes}")
+
+def peer_result(m: Peer, # the peer
+                pb, # the prepared problem (`prepare`)
+                n_iter, # "auto" or a number: 0 gives the input, any other the step
+               ) -> CombineResult: # history [input, step]; `choices` one record per target column
+    "The peer `m` on every target column of `pb`, against all its other columns (target columns and references)."
+    h, R = pb.h, pb.H0.shape[1] - 1
+    steps = [m.column(pb.H0, p) if n_iter != 0 else (None, 0) for p in range(h)]
+    moved = np.array([z is not None for z, _ in steps])
+    pred = pb.stats.inverse(np.column_stack([pb.H0[:, p] if z is None else z for p, (z, _) in enumerate(steps)]))
+    pred[:, ~moved] = pb.F2[:, ~moved]                 # a column left unchanged is its input, to the bit
+    why = [_peer_reason(m, k, R, m.alpha) if n_iter != 0 else "n_iter=0 given: the input" for _, k in steps]
+    choices = [LabelFreeChoice(np.nan, np.nan, int(mv), np.nan, np.nan, w) for mv, w in zip(moved, why)]
+    history = np.stack([pb.F2, pred]) if n_iter != 0 else pb.F2[None].copy()
+    one = lambda a: a[..., 0] if pb.F.ndim == 1 else a
+    return CombineResult(one(history[-1]).copy(), one(history), None, dict(method=m.name, n_iter=len(history) - 1,
+                         alpha=m.alpha), choices, not moved.any())
+
 # %% ../nbs/07c_methods.ipynb #575af5a2
-METHODS = {"npc": NPC, "npc-exact": NPCExact, "lpc": LPC, "opc": OPC, "mtl": MTL}
+METHODS = {"npc": NPC, "npc-exact": NPCExact, "lpc": LPC, "opc": OPC, "mtl": MTL, "average": Average, "pc1": PC1}
 SETTING_DEFAULTS = dict(noise="auto", kernel_scale="auto", lam=1.0, n_basis=300, basis="even", device="cpu",
                         precision="float64")   # combine's defaults, the same as every method's
 
