@@ -21,7 +21,7 @@ from .core import check_auto, check_bool, check_int, check_random_state, one_bla
 from .blocks import _default_threads
 from .labelled import CombineResult, is_pandas, label_result
 from .kstats import reuse_kernel_stats
-from .methods import MTL, Method, Peer, make_method, peer_result
+from .methods import MTL, Method, Peer, input_precision, make_method, peer_result
 from .problem import prepare
 from .sweeps import ClientColumns, check_client
 
@@ -221,7 +221,7 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
     weights, use_ard, given = _ard_weights(m, o.ard, pb.F2, pb.Gr, P, range(h) if auto or not joint else None)
     cols, backend = list(range(P) if joint else range(h)), m.backend(pb.H0)   # the run's back end, made once
     plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng, given=given,
-                             backend=backend)
+                             backend=backend, eps=input_precision(pb.F2, pb.Gr))   # the round-off of exact dependencies
     n_sweeps = max(plans[p].n_iter for p in range(h))               # references move only while a target column does
     run = m.run(weights, rows, plans, backend)
     run.spans = {} if record else None

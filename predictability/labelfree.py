@@ -7,7 +7,7 @@ __all__ = ['NOISE_BOUNDS', 'WIDTH_GRID', 'WIDTH_BOUNDS', 'FIT_ROWS', 'WIDTH_TOL'
            'KAPPA_DECISIVE', 'DECISIVE', 'NOISE_SHARE_PRIOR', 'SHARED_R2', 'DISCRETE_LEVELS', 'NystromEvidence',
            'nystrom_evidence', 'GPFit', 'on_grid', 'fit_gp', 'RelevanceTest', 'relevance_test', 'relevance_test_widths',
            'stopping_iteration', 'discrete_features', 'auto_kappa', 'mutual_r2', 'mutual_r2_gram', 'LabelFreeChoice',
-           'ChoiceSteps', 'choose', 'related', 'first_component', 'peers', 'loo_mean']
+           'ChoiceSteps', 'choose', 'related', 'aligned_columns', 'first_component', 'peers', 'loo_mean']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
 from dataclasses import dataclass, field
@@ -460,6 +460,7 @@ class LabelFreeChoice:
     stats: KernelStats | None = field(default=None, repr=False, compare=False)  # at the chosen width (combine reuses it, then drops it)
     history: np.ndarray | None = field(default=None, repr=False, compare=False)  # the iterates the stopping rule saw (likewise)
     kappa: float = float("nan")   # the share of the GP residual the stopping rule kept (`auto_kappa`; NaN: no rule ran)
+    dependent: tuple = ()         # columns of [target, references] left out of its references: with them it is an exact linear function of them (`combine`)
 
     @property
     def denoised(self) -> bool: return self.n_iter > 0
@@ -560,7 +561,10 @@ def related(Z,                    # (N, 1 + R) z-scores (or any centred columns)
     r = np.clip(Z[:, 1:].T @ Z[:, 0] / (nz[1:] * nz[0]), -1 + 1e-12, 1 - 1e-12)
     return np.where(np.sqrt(max(n - 3, 1)) * np.abs(np.arctanh(r)) > stats.norm.isf(alpha / (2 * R)), r, 0.0)
 
-def _aligned(Z, r, with_target=True):
+def aligned_columns(Z,              # (N, 1 + R) the column, then the others
+                    r,              # (R,) `related`'s signed correlations (0: not related)
+                    with_target: bool = True,  # keep the first column
+                   ) -> np.ndarray:  # (N, k) the columns kept, each sign-aligned with the first
     "The first column of `Z` (when `with_target`) and the related others (`r` != 0), each sign-aligned with it."
     keep = r != 0
     return np.c_[Z[:, :1 if with_target else 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
@@ -582,7 +586,7 @@ def peers(target,             # (N,) the target predictor
     "The plain average of the sign-aligned z-scores of the target and the references correlated with it, and the first principal component of the same z-scores."
     Z = standardize(np.c_[as_predictors(target, "target", ndim=(1,)), as_predictors(references, "references", ndim=(2,))],
                     "references")
-    A = _aligned(Z, related(Z, alpha), with_target)
+    A = aligned_columns(Z, related(Z, alpha), with_target)
     if A.shape[1] == 0:
         return np.zeros(Z.shape[0]), np.zeros(Z.shape[0])
     return A.mean(axis=1), first_component(A, Z[:, 0])

@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'SCREEN_BASIS', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run',
-           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'HeldColumns', 'near_copy', 'exclude_near_copy', 'column_choices',
-           'LinearSpan', 'MTL', 'Peer', 'Average', 'PC1', 'peer_result', 'make_method']
+           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'HeldColumns', 'input_precision', 'dependent_references',
+           'near_copy', 'exclude_near_copy', 'column_choices', 'LinearSpan', 'MTL', 'Peer', 'Average', 'PC1',
+           'peer_result', 'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -16,10 +17,10 @@ import numpy as np
 
 from .ard import fit_ard_joint
 from .core import check_auto, check_int, check_scalar, normalize
-from .blocks import _check_weights, _scaled_columns
+from .blocks import _check_weights, _column_gram, _scaled_columns
 from .kernels import gaussian_kernel
 from .kstats import Backend, kernel_stats, make_backend, shared_store
-from .labelfree import LabelFreeChoice, _aligned, choose, first_component, related, relevance_test_widths
+from .labelfree import LabelFreeChoice, aligned_columns, choose, first_component, related, relevance_test_widths
 from .labelled import CombineResult
 from .lpc import lpc_iterate, lpc_update
 from .mtl import check_rho
@@ -232,14 +233,15 @@ class _GP(Method):
         return np.sort(rng.choice(n, size=min(self.n_basis, n), replace=False))
 
 # %% ../nbs/07c_methods.ipynb #2b9ebffc
-def _gp_plans(self, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None):
+def _gp_plans(self, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None, eps=None):
     "Every column's `ColumnPlan`: the settings given, else the label-free choice (`column_choices`, on the run's `backend`) of what is 'auto'."
     if not self.is_auto(n_iter):
         return {p: ColumnPlan(self.noise, self.kernel_scale, int(n_iter)) for p in cols}, []
     choices = column_choices(HeldColumns(Hbar), h, cols, weights, basis, ard=ard, noise=self.noise,
                              kernel_scale=self.kernel_scale, n_iter=n_iter, lam=self.lam, rng=rng,
                              backend=backend or self.backend(Hbar), compare_weights=ard and not given,
-                             fit_rows=ard and not given, keep=range(h))   # it sets rows of `weights`
+                             fit_rows=ard and not given, keep=range(h),   # it sets rows of `weights`
+                             eps=eps or float(np.finfo(np.float64).eps))
     plans = {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter, *((c.stats, c.history) if p < h else ()))
              for p, c in zip(cols, choices)}       # a target column's statistics and iterates, used once
     for c in choices:
@@ -402,6 +404,40 @@ class HeldColumns:
         "The correlations of column `p` with the columns `o` (unit-norm, centred columns: their dot products)."
         return self.H[:, o].T @ self.H[:, p]
 
+# %% ../nbs/07c_methods.ipynb #c7d10c02
+def input_precision(*arrays) -> float:
+    "The coarsest unit round-off in which `arrays` were stored: float32's when every value of one of them is a float32 (e.g. a network's probabilities), else float64's."
+    f32 = any(np.array_equal(a, np.asarray(a, dtype=np.float32)) for a in arrays if np.size(a))
+    return float(np.finfo(np.float32 if f32 else np.float64).eps)
+
+def dependent_references(H, # (N, P) unit-norm, centred columns
+                         h: int, # the target columns (the first h)
+                         eps: float, # the inputs' unit round-off (`input_precision`)
+                        ) -> dict: # target column -> the columns left out of its references (none: not a key)
+    """For each target column, the columns to leave out of its references so that it is no exact linear function of
+    them: while its least-squares residual on them is within $\\max(N,P)\\,\\varepsilon\\,\\sigma_{\\max}(H)$, the members
+    of the dependency leave (each column whose removal alone breaks it; if none does, the largest coefficient's).
+    Screened first by the Gram's smallest eigenvalue (see the text)."""
+    (N, P), lam = H.shape, np.linalg.eigvalsh(_column_gram(H))
+    tol = max(N, P) * eps * np.sqrt(max(lam[-1], 0.0))
+    if lam[0] - (N + P) * P * np.finfo(np.float64).eps > tol ** 2:
+        return {}
+    def fit(p, o):                                     # (residual, coefficients) of column p on the columns o
+        beta = np.linalg.lstsq(H[:, o], H[:, p], rcond=None)[0]
+        return np.linalg.norm(H[:, p] - H[:, o] @ beta), beta
+    out = {}
+    for p in range(h):
+        o, gone = list(_others(p, P)), []
+        while o and (r := fit(p, o))[0] <= tol:
+            cand = [q for q, b in zip(o, r[1]) if abs(b) > tol]  # a member's coefficient is not round-off
+            drop = [q for q in cand if len(o) == 1 or fit(p, [j for j in o if j != q])[0] > tol]
+            drop = drop or [o[int(np.argmax(np.abs(r[1])))]]
+            gone += drop
+            o = [q for q in o if q not in drop]
+        if gone:
+            out[p] = gone
+    return out
+
 # %% ../nbs/07c_methods.ipynb #ab81153e
 MOVE_WEIGHT = 0.01   # a reference whose share of every target column's kernel weights is below this is not denoised
 SCREEN_BASIS = 100   # basis rows of a reference's guard: it asks only whether the other references predict it at all
@@ -448,6 +484,21 @@ def exclude_near_copy(c, # the target column's `LabelFreeChoice` on the other re
     warnings.warn(f"reference {j - h} is a near-copy of target column {p} and is left out of its references "
                   "(see `res.choices`): with it, the output would be the input.", stacklevel=stacklevel + 1)
 
+# %% ../nbs/07c_methods.ipynb #c7d10c04
+def _names(cols, h) -> str:
+    "Columns of [target, references] in words."
+    t, r = [int(c) for c in cols if c < h], [int(c - h) for c in cols if c >= h]
+    return " and ".join(([f"target column(s) {t}"] if t else []) + ([f"reference(s) {r}"] if r else []))
+
+def _dependent_choice(c, p, gone, h, stacklevel):
+    "Record in `c` that `gone` left column `p`'s references (with them it is an exact linear function of them), and warn."
+    c.dependent = tuple(int(q) for q in gone)
+    c.reason = (f"left {_names(gone, h)} out of its references: with them this column is an exact linear function "
+                "of its references (e.g. probabilities summing to one), which the GP would reproduce unchanged; " + c.reason)
+    warnings.warn(f"target column {p} is an exact linear function of its references; {_names(gone, h)} left out of "
+                  "its references (see `res.choices`).", stacklevel=stacklevel + 1)
+    return c
+
 # %% ../nbs/07c_methods.ipynb #bd313979
 def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), `ChunkRows` (from row chunks), or an (N, P) array
                    h: int, # the target columns (the first h)
@@ -466,6 +517,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
                    fit_rows: bool = False, # fit a reference's ARD row here, when it is to be denoised
                    keep=None, # the columns whose choices keep their statistics and iterates (None: all)
                    stacklevel: int = 4, # of the near-copy warning, counted from the caller
+                   eps: float = float(np.finfo(np.float64).eps), # the inputs' unit round-off (`input_precision`): exact dependencies
                   ) -> list: # a `LabelFreeChoice` per column of `cols`
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
@@ -478,6 +530,8 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
     reference whose share of every target column's weights is below `MOVE_WEIGHT` is not denoised: its moves change
     the target's squared distances by at most that share (`weights` is updated in place). With
     `fit_rows`, a reference's ARD row is fitted here, when it is to be denoised (`combine` fits the targets' rows).
+    A target column that is an exact linear function of its references (`dependent_references`, at the round-off `eps`)
+    has the columns that make it so left out of them (ARD refitted on the rest), reported and warned about.
     Every read of the columns goes through `src`, so the choices in memory and from row chunks are one rule."""
     src = HeldColumns(src) if isinstance(src, np.ndarray) else src
     kw = dict(noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam, random_state=rng, backend=backend,
@@ -491,11 +545,21 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
         w = src.ard_row(p, rest) if compare_weights else weights[p, rest]
         return choice(p, rest, w if w.sum() > 0 else None), w
     out, copies = [], []                               # copies: near-copies of a target column, out of every kernel
+    deps = dependent_references(src.H, h, eps) if isinstance(src, HeldColumns) else {}
     for p in cols:
         o = _others(p, src.P)
         if p >= h and src.P - h >= 2:
             o = o[o >= h]
-        o = o[~np.isin(o, copies)]
+        o = o[~np.isin(o, copies + deps.get(p, []))]
+        if p in deps:                                  # an exact linear function of the columns left out with the rest
+            if not len(o):
+                out.append(_dependent_choice(LabelFreeChoice(np.nan, np.nan, 0, np.nan, np.nan, "no reference is left: "
+                                                             "left unchanged"), p, deps[p], h, stacklevel))
+                continue
+            weights[p] = 0.0
+            weights[p, o] = src.ard_row(p, o) if compare_weights else 1.0 / len(o)
+            if weights[p].sum() <= 0:
+                weights[p, o] = 1.0 / len(o)
         reach = [weights[q, p] / weights[q].sum() for q in range(h) if weights[q].sum() > 0]
         screen = p >= h and n_iter == "auto"           # a given n_iter iterates every column it can
         if p in copies or screen and reach and max(reach) < MOVE_WEIGHT:
@@ -524,7 +588,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
             exclude_near_copy(c, j, p, h, float(src.correlations(p, [j])[0]), stacklevel=stacklevel)
         if c.equal_weights:                            # ARD's weights missed what equal weights see
             weights[p, o] = 1.0 / len(o)
-        out.append(c)
+        out.append(_dependent_choice(c, p, deps[p], h, stacklevel) if p in deps else c)
     return out
 
 # %% ../nbs/07c_methods.ipynb #6e7b2683
@@ -614,7 +678,7 @@ class Peer(Method):
         "(column `p`'s summary, unit-norm and centred, or None when no other column of `H0` relates to it; the related count)."
         Z = H0[:, np.r_[p, _others(p, H0.shape[1])]]
         r = related(Z, self.alpha)
-        return (None, 0) if not r.any() else (normalize(self.summary(_aligned(Z, r), Z[:, 0])), int((r != 0).sum()))
+        return (None, 0) if not r.any() else (normalize(self.summary(aligned_columns(Z, r), Z[:, 0])), int((r != 0).sum()))
 
 class Average(Peer):
     "The plain average of the sign-aligned z-scores of each target column and of the columns related to it."
