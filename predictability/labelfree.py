@@ -462,6 +462,9 @@ class LabelFreeChoice:
     kappa: float = float("nan")   # the share of the GP residual the stopping rule kept (`auto_kappa`; NaN: no rule ran)
     dependent: tuple = ()         # columns of [target, references] left out of its references: with them it is an exact linear function of them (`combine`)
 
+    def __post_init__(self):           # column lists as tuples, however they were read back (a saved `Combiner`: JSON lists)
+        self.excluded, self.dependent = tuple(self.excluded), tuple(self.dependent)
+
     @property
     def denoised(self) -> bool: return self.n_iter > 0
 
