@@ -21,7 +21,7 @@ from .core import check_auto, check_bool, check_int, check_random_state, one_bla
 from .blocks import _default_threads
 from .labelled import CombineResult, is_pandas, label_result
 from .kstats import reuse_kernel_stats
-from .methods import MTL, Method, make_method
+from .methods import MTL, Method, Peer, input_precision, make_method, peer_result
 from .nystrom import record_jitters
 from .problem import prepare
 from .sweeps import ClientColumns, check_client
@@ -72,6 +72,9 @@ def _check_ard_arg(ard, joint, m):
     if isinstance(m, MTL) and (ard is not True or not joint):
         raise ValueError(f"`{'ard' if ard is not True else 'joint'}` is not a setting of method='mtl' (ADMM over every "
                          "column, without ARD weights): remove it.")
+    if isinstance(m, Peer) and (ard is not True or not joint):
+        raise ValueError(f"`{'ard' if ard is not True else 'joint'}` is not a setting of method={m.name!r} (one step over "
+                         "z-scores: no kernel to weigh, no references denoised): remove it.")
     if not m.gp and not isinstance(ard, (bool, np.bool_)):
         raise ValueError(f"`ard` as a relevance matrix is not a setting of method={m.name!r}: the paper's ARD weighs the "
                          "GP kernel's inputs, and LPC and OPC have no kernel over the references. Remove `ard`.")
@@ -226,8 +229,8 @@ def combine_options(method="npc", # a name in `METHODS` or a method object
     perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
     progress = progress if progress is None else check_bool(progress, "progress")
     _check_ard_arg(ard, joint, m)
-    if client is not None and isinstance(m, MTL):
-        raise ValueError("`client` is not a setting of method='mtl' (ADMM over every column at once): remove it.")
+    if client is not None and isinstance(m, (MTL, Peer)):
+        raise ValueError(f"`client` is not a setting of method={m.name!r} (not Algorithm 1's column updates): remove it.")
     return Options(m, n_iter, joint, ard, rng, perm_rng, progress, random_state, check_client(client))
 
 # %% ../nbs/07_combine.ipynb #23f1127f
@@ -239,6 +242,8 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
                   ) -> tuple: # (`CombineResult` of arrays, the `Run`)
     "Algorithm 1 on a prepared problem: plans (label-free choices), ARD once (line 2), the sweeps, the result."
     m, n_iter, joint = o.method, o.n_iter, o.joint
+    if isinstance(m, (MTL, Peer)):
+        raise ValueError(f"method={m.name!r} is not Algorithm 1 (no per-column updates to run or replay): use `combine`.")
     (n, P), h, auto = pb.H0.shape, pb.h, m.is_auto(n_iter)
     _check_copies(pb.H0, h)
     rows = m.basis_rows(n, o.rng)                                   # the Nystrom basis B
@@ -246,7 +251,7 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
     cols, backend = list(range(P) if joint else range(h)), m.backend(pb.H0)   # the run's back end, made once
     with record_jitters() as jitters:                               # a step's jitter is said in the result
         plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng,
-                                 given=given, backend=backend)
+                                 given=given, backend=backend, eps=input_precision(pb.F2, pb.Gr))   # the round-off of exact dependencies
         n_sweeps = max(plans[p].n_iter for p in range(h))           # references move only while a target column does
         run = m.run(weights, rows, plans, backend)
         run.spans = {} if record else None
@@ -269,7 +274,7 @@ def warn_unchanged(stacklevel: int = 2, # of the warning, counted from the calle
 def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series or DataFrame
             references, # the reference predictors (N, R), or None for an (N, H) target (columns as each other's)
             *,
-            method: str = "npc", # "npc" (Nystrom, default), "npc-exact", "lpc", "opc", "mtl", or a method object (`NPC(...)`)
+            method: str = "npc", # "npc" (Nystrom, default), "npc-exact", "lpc", "opc", "mtl", "average", "pc1", or a method object (`NPC(...)`)
             n_iter: int | str = "auto", # iterations of Algorithm 1: "auto" (the stopping rule, per column) or a number
             n_basis: int = 300, # Nyström basis size $N'$ (npc)
             joint: bool = True, # denoise the references too (Algorithm 1); False keeps every other column fixed
@@ -307,5 +312,11 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
             return o.method.combine(target, references, n_iter=o.n_iter, random_state=random_state,
                                     progress=o.progress)
         pb = prepare(target, references, o.method)                 # validated, aligned, H^0 on the model space
-        res, _ = run_algorithm1(pb, o, stacklevel=3)
+        if isinstance(o.method, Peer):                             # one step over z-scores, not Algorithm 1
+            res = peer_result(o.method, pb, o.n_iter)
+            if res.unchanged and o.n_iter != 0:
+                warnings.warn(f"no reference is related to the target (see `res.choices`): method={o.method.name!r} "
+                              "returns it unchanged.", stacklevel=3)
+        else:
+            res, _ = run_algorithm1(pb, o, stacklevel=3)
         return label_result(res, *pb.labels, is_pandas(target) or is_pandas(references))

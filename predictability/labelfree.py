@@ -7,7 +7,7 @@ __all__ = ['NOISE_BOUNDS', 'WIDTH_GRID', 'WIDTH_BOUNDS', 'FIT_ROWS', 'WIDTH_TOL'
            'KAPPA_DECISIVE', 'DECISIVE', 'NOISE_SHARE_PRIOR', 'SHARED_R2', 'DISCRETE_LEVELS', 'NystromEvidence',
            'nystrom_evidence', 'GPFit', 'on_grid', 'fit_gp', 'RelevanceTest', 'relevance_test', 'relevance_test_widths',
            'stopping_iteration', 'discrete_features', 'auto_kappa', 'mutual_r2', 'mutual_r2_gram', 'LabelFreeChoice',
-           'ChoiceSteps', 'choose', 'peers', 'loo_mean']
+           'ChoiceSteps', 'choose', 'related', 'aligned_columns', 'first_component', 'peers', 'loo_mean']
 
 # %% ../nbs/07a_labelfree.ipynb #0edf90d7
 from dataclasses import dataclass, field
@@ -460,6 +460,10 @@ class LabelFreeChoice:
     stats: KernelStats | None = field(default=None, repr=False, compare=False)  # at the chosen width (combine reuses it, then drops it)
     history: np.ndarray | None = field(default=None, repr=False, compare=False)  # the iterates the stopping rule saw (likewise)
     kappa: float = float("nan")   # the share of the GP residual the stopping rule kept (`auto_kappa`; NaN: no rule ran)
+    dependent: tuple = ()         # columns of [target, references] left out of its references: with them it is an exact linear function of them (`combine`)
+
+    def __post_init__(self):           # column lists as tuples, however they were read back (a saved `Combiner`: JSON lists)
+        self.excluded, self.dependent = tuple(self.excluded), tuple(self.dependent)
 
     @property
     def denoised(self) -> bool: return self.n_iter > 0
@@ -544,12 +548,38 @@ def choose(fbar,                  # (N,) unit-norm, centred column
                     f"{'; discrete references' if discrete else ''})")
     if t > 0 and shared >= SHARED_R2:
         why += (f"; caution: the references predict each other (median R^2 {shared:.2f}), so an error they share with "
-                "this column cannot be told from signal and would be amplified; with a few labels, "
-                "predictability.experiments.pays.expected_gain measures whether it pays")
+                "this column cannot be told from signal and would be amplified, and where they are views of one signal "
+                "their plain average may do better: try method='average' or method='pc1' (label-free), or with a few "
+                "labels tune(..., methods=['npc', 'average', 'pc1']) or predictability.experiments.pays.expected_gain")
     return LabelFreeChoice(fit.noise, fit.kernel_scale, t, test.p_value, test.statistic, why, shared, float(lr_step),
                            bool(equal), share, (), fit.evidence.stats, H, k)
 
 # %% ../nbs/07a_labelfree.ipynb #234924d1
+def related(Z,                    # (N, 1 + R) z-scores (or any centred columns): the column, then the others
+            alpha: float = 0.01,  # level of the two-sided test, Bonferroni over the R others
+           ) -> np.ndarray:       # (R,) the signed correlation of each other column with the first, 0 where not related
+    "The correlations $r_j$ of the other columns with the first that pass Fisher's $z$ test, $\\sqrt{N-3}\\,|\\operatorname{artanh} r_j|>z_{1-\\alpha/(2R)}$; 0 for the rest."
+    n, R = Z.shape[0], Z.shape[1] - 1
+    nz = np.linalg.norm(Z, axis=0)
+    r = np.clip(Z[:, 1:].T @ Z[:, 0] / (nz[1:] * nz[0]), -1 + 1e-12, 1 - 1e-12)
+    return np.where(np.sqrt(max(n - 3, 1)) * np.abs(np.arctanh(r)) > stats.norm.isf(alpha / (2 * R)), r, 0.0)
+
+def aligned_columns(Z,              # (N, 1 + R) the column, then the others
+                    r,              # (R,) `related`'s signed correlations (0: not related)
+                    with_target: bool = True,  # keep the first column
+                   ) -> np.ndarray:  # (N, k) the columns kept, each sign-aligned with the first
+    "The first column of `Z` (when `with_target`) and the related others (`r` != 0), each sign-aligned with it."
+    keep = r != 0
+    return np.c_[Z[:, :1 if with_target else 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+
+def first_component(A,    # (N, k) centred columns
+                    ref,  # (N,) the direction it is oriented with
+                   ) -> np.ndarray:
+    "The first principal component $A\\mathbf v_1$ ($\\mathbf v_1$ the top eigenvector of $A^\\top A$), oriented with `ref`."
+    _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their covariance
+    return orient(A @ V[:, -1], ref)
+
+#| export
 def peers(target,             # (N,) the target predictor
           references,         # (N, R) the references
           *,
@@ -559,14 +589,10 @@ def peers(target,             # (N,) the target predictor
     "The plain average of the sign-aligned z-scores of the target and the references correlated with it, and the first principal component of the same z-scores."
     Z = standardize(np.c_[as_predictors(target, "target", ndim=(1,)), as_predictors(references, "references", ndim=(2,))],
                     "references")
-    n, R = Z.shape[0], Z.shape[1] - 1
-    r = np.clip(Z[:, 1:].T @ Z[:, 0] / n, -1 + 1e-12, 1 - 1e-12)
-    keep = np.sqrt(max(n - 3, 1)) * np.abs(np.arctanh(r)) > stats.norm.isf(alpha / (2 * R))   # Fisher z, Bonferroni
-    A = np.c_[Z[:, :1 if with_target else 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+    A = aligned_columns(Z, related(Z, alpha), with_target)
     if A.shape[1] == 0:
-        return np.zeros(n), np.zeros(n)
-    _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their correlation matrix
-    return A.mean(axis=1), orient(A @ V[:, -1], Z[:, 0])
+        return np.zeros(Z.shape[0]), np.zeros(Z.shape[0])
+    return A.mean(axis=1), first_component(A, Z[:, 0])
 
 # %% ../nbs/07a_labelfree.ipynb #2b90433e
 def loo_mean(evidence: NystromEvidence,  # `nystrom_evidence` of the column at the chosen width

@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'SCREEN_BASIS', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run',
-           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'HeldColumns', 'near_copy', 'exclude_near_copy', 'column_choices',
-           'LinearSpan', 'MTL', 'make_method']
+           'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'HeldColumns', 'input_precision', 'dependent_references',
+           'near_copy', 'exclude_near_copy', 'column_choices', 'LinearSpan', 'MTL', 'Peer', 'Average', 'PC1',
+           'peer_result', 'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -15,11 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ard import fit_ard_joint
-from .core import check_auto, check_int, check_scalar
-from .blocks import _check_weights, _scaled_columns
+from .core import check_auto, check_int, check_scalar, normalize
+from .blocks import _check_weights, _column_gram, _scaled_columns
 from .kernels import gaussian_kernel
 from .kstats import Backend, kernel_stats, make_backend, shared_store
-from .labelfree import LabelFreeChoice, choose, relevance_test_widths
+from .labelfree import LabelFreeChoice, aligned_columns, choose, first_component, related, relevance_test_widths
+from .labelled import CombineResult
 from .lpc import lpc_iterate, lpc_update
 from .mtl import check_rho
 from .npc_exact import npc_exact_span, npc_exact_step
@@ -231,14 +233,15 @@ class _GP(Method):
         return np.sort(rng.choice(n, size=min(self.n_basis, n), replace=False))
 
 # %% ../nbs/07c_methods.ipynb #2b9ebffc
-def _gp_plans(self, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None):
+def _gp_plans(self, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None, eps=None):
     "Every column's `ColumnPlan`: the settings given, else the label-free choice (`column_choices`, on the run's `backend`) of what is 'auto'."
     if not self.is_auto(n_iter):
         return {p: ColumnPlan(self.noise, self.kernel_scale, int(n_iter)) for p in cols}, []
     choices = column_choices(HeldColumns(Hbar), h, cols, weights, basis, ard=ard, noise=self.noise,
                              kernel_scale=self.kernel_scale, n_iter=n_iter, lam=self.lam, rng=rng,
                              backend=backend or self.backend(Hbar), compare_weights=ard and not given,
-                             fit_rows=ard and not given, keep=range(h))   # it sets rows of `weights`
+                             fit_rows=ard and not given, keep=range(h),   # it sets rows of `weights`
+                             eps=eps or float(np.finfo(np.float64).eps))
     plans = {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter, *((c.stats, c.history) if p < h else ()))
              for p, c in zip(cols, choices)}       # a target column's statistics and iterates, used once
     for c in choices:
@@ -401,6 +404,40 @@ class HeldColumns:
         "The correlations of column `p` with the columns `o` (unit-norm, centred columns: their dot products)."
         return self.H[:, o].T @ self.H[:, p]
 
+# %% ../nbs/07c_methods.ipynb #c7d10c02
+def input_precision(*arrays) -> float:
+    "The coarsest unit round-off in which `arrays` were stored: float32's when every value of one of them is a float32 (e.g. a network's probabilities), else float64's."
+    f32 = any(np.array_equal(a, np.asarray(a, dtype=np.float32)) for a in arrays if np.size(a))
+    return float(np.finfo(np.float32 if f32 else np.float64).eps)
+
+def dependent_references(H, # (N, P) unit-norm, centred columns
+                         h: int, # the target columns (the first h)
+                         eps: float, # the inputs' unit round-off (`input_precision`)
+                        ) -> dict: # target column -> the columns left out of its references (none: not a key)
+    """For each target column, the columns to leave out of its references so that it is no exact linear function of
+    them: while its least-squares residual on them is within $\\max(N,P)\\,\\varepsilon\\,\\sigma_{\\max}(H)$, the members
+    of the dependency leave (each column whose removal alone breaks it; if none does, the largest coefficient's).
+    Screened first by the Gram's smallest eigenvalue (see the text)."""
+    (N, P), lam = H.shape, np.linalg.eigvalsh(_column_gram(H))
+    tol = max(N, P) * eps * np.sqrt(max(lam[-1], 0.0))
+    if lam[0] - (N + P) * P * np.finfo(np.float64).eps > tol ** 2:
+        return {}
+    def fit(p, o):                                     # (residual, coefficients) of column p on the columns o
+        beta = np.linalg.lstsq(H[:, o], H[:, p], rcond=None)[0]
+        return np.linalg.norm(H[:, p] - H[:, o] @ beta), beta
+    out = {}
+    for p in range(h):
+        o, gone = list(_others(p, P)), []
+        while o and (r := fit(p, o))[0] <= tol:
+            cand = [q for q, b in zip(o, r[1]) if abs(b) > tol]  # a member's coefficient is not round-off
+            drop = [q for q in cand if len(o) == 1 or fit(p, [j for j in o if j != q])[0] > tol]
+            drop = drop or [o[int(np.argmax(np.abs(r[1])))]]
+            gone += drop
+            o = [q for q in o if q not in drop]
+        if gone:
+            out[p] = gone
+    return out
+
 # %% ../nbs/07c_methods.ipynb #ab81153e
 MOVE_WEIGHT = 0.01   # a reference whose share of every target column's kernel weights is below this is not denoised
 SCREEN_BASIS = 100   # basis rows of a reference's guard: it asks only whether the other references predict it at all
@@ -447,6 +484,21 @@ def exclude_near_copy(c, # the target column's `LabelFreeChoice` on the other re
     warnings.warn(f"reference {j - h} is a near-copy of target column {p} and is left out of its references "
                   "(see `res.choices`): with it, the output would be the input.", stacklevel=stacklevel + 1)
 
+# %% ../nbs/07c_methods.ipynb #c7d10c04
+def _names(cols, h) -> str:
+    "Columns of [target, references] in words."
+    t, r = [int(c) for c in cols if c < h], [int(c - h) for c in cols if c >= h]
+    return " and ".join(([f"target column(s) {t}"] if t else []) + ([f"reference(s) {r}"] if r else []))
+
+def _dependent_choice(c, p, gone, h, stacklevel):
+    "Record in `c` that `gone` left column `p`'s references (with them it is an exact linear function of them), and warn."
+    c.dependent = tuple(int(q) for q in gone)
+    c.reason = (f"left {_names(gone, h)} out of its references: with them this column is an exact linear function "
+                "of its references (e.g. probabilities summing to one), which the GP would reproduce unchanged; " + c.reason)
+    warnings.warn(f"target column {p} is an exact linear function of its references; {_names(gone, h)} left out of "
+                  "its references (see `res.choices`).", stacklevel=stacklevel + 1)
+    return c
+
 # %% ../nbs/07c_methods.ipynb #bd313979
 def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), `ChunkRows` (from row chunks), or an (N, P) array
                    h: int, # the target columns (the first h)
@@ -465,6 +517,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
                    fit_rows: bool = False, # fit a reference's ARD row here, when it is to be denoised
                    keep=None, # the columns whose choices keep their statistics and iterates (None: all)
                    stacklevel: int = 4, # of the near-copy warning, counted from the caller
+                   eps: float = float(np.finfo(np.float64).eps), # the inputs' unit round-off (`input_precision`): exact dependencies
                   ) -> list: # a `LabelFreeChoice` per column of `cols`
     """The label-free choice (`predictability.labelfree.choose`) of every column in `cols`: a target column against
     all the other columns; a reference (p >= h) against the other references only, when there are any, so that the
@@ -477,6 +530,8 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
     reference whose share of every target column's weights is below `MOVE_WEIGHT` is not denoised: its moves change
     the target's squared distances by at most that share (`weights` is updated in place). With
     `fit_rows`, a reference's ARD row is fitted here, when it is to be denoised (`combine` fits the targets' rows).
+    A target column that is an exact linear function of its references (`dependent_references`, at the round-off `eps`)
+    has the columns that make it so left out of them (ARD refitted on the rest), reported and warned about.
     Every read of the columns goes through `src`, so the choices in memory and from row chunks are one rule."""
     src = HeldColumns(src) if isinstance(src, np.ndarray) else src
     kw = dict(noise=noise, kernel_scale=kernel_scale, n_iter=n_iter, lam=lam, random_state=rng, backend=backend,
@@ -490,11 +545,21 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
         w = src.ard_row(p, rest) if compare_weights else weights[p, rest]
         return choice(p, rest, w if w.sum() > 0 else None), w
     out, copies = [], []                               # copies: near-copies of a target column, out of every kernel
+    deps = dependent_references(src.H, h, eps) if isinstance(src, HeldColumns) else {}
     for p in cols:
         o = _others(p, src.P)
         if p >= h and src.P - h >= 2:
             o = o[o >= h]
-        o = o[~np.isin(o, copies)]
+        o = o[~np.isin(o, copies + deps.get(p, []))]
+        if p in deps:                                  # an exact linear function of the columns left out with the rest
+            if not len(o):
+                out.append(_dependent_choice(LabelFreeChoice(np.nan, np.nan, 0, np.nan, np.nan, "no reference is left: "
+                                                             "left unchanged"), p, deps[p], h, stacklevel))
+                continue
+            weights[p] = 0.0
+            weights[p, o] = src.ard_row(p, o) if compare_weights else 1.0 / len(o)
+            if weights[p].sum() <= 0:
+                weights[p, o] = 1.0 / len(o)
         reach = [weights[q, p] / weights[q].sum() for q in range(h) if weights[q].sum() > 0]
         screen = p >= h and n_iter == "auto"           # a given n_iter iterates every column it can
         if p in copies or screen and reach and max(reach) < MOVE_WEIGHT:
@@ -523,7 +588,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
             exclude_near_copy(c, j, p, h, float(src.correlations(p, [j])[0]), stacklevel=stacklevel)
         if c.equal_weights:                            # ARD's weights missed what equal weights see
             weights[p, o] = 1.0 / len(o)
-        out.append(c)
+        out.append(_dependent_choice(c, p, deps[p], h, stacklevel) if p in deps else c)
     return out
 
 # %% ../nbs/07c_methods.ipynb #6e7b2683
@@ -596,8 +661,66 @@ class MTL(Method):
         return mtl_combine(target, references, n_iter=50 if n_iter == "auto" else n_iter, random_state=random_state,
                            progress=bool(progress), **{k: getattr(self, k) for k in self.settings})
 
+# %% ../nbs/07c_methods.ipynb #a7e10c04
+class Peer(Method):
+    """A plain peer as a method: one step, no kernel and no iteration. Column $p$ of the target becomes a summary of the
+    z-scores of itself and of the other columns related to it (`related`), each sign-aligned with it, on its mean and
+    scale; a column nothing relates to is left unchanged. `n_iter`: 0 gives the input, any other value the step."""
+    settings, assumes = ("alpha",), ""
+    def __init__(self,
+                 alpha: float = 0.01, # level of the test "related to the column" (two-sided, Bonferroni over the others)
+                ):
+        self.alpha = check_scalar(alpha, "alpha", strict=True)
+        if self.alpha >= 1:
+            raise ValueError(f"`alpha` must be a level in (0, 1); got {alpha!r}.")
+
+    def column(self, H0, p) -> tuple:
+        "(column `p`'s summary, unit-norm and centred, or None when no other column of `H0` relates to it; the related count)."
+        Z = H0[:, np.r_[p, _others(p, H0.shape[1])]]
+        r = related(Z, self.alpha)
+        return (None, 0) if not r.any() else (normalize(self.summary(aligned_columns(Z, r), Z[:, 0])), int((r != 0).sum()))
+
+class Average(Peer):
+    "The plain average of the sign-aligned z-scores of each target column and of the columns related to it."
+    name = "average"
+    assumes = "views of one signal with errors of about equal size, independent of each other"
+    def summary(self, A, ref): return A.mean(axis=1)
+
+class PC1(Peer):
+    "The first principal component of the sign-aligned z-scores of each target column and of the columns related to it."
+    name = "pc1"
+    assumes = "one shared signal plus independent errors of any sizes (a one-factor model): better views weigh more"
+    def summary(self, A, ref): return first_component(A, ref)
+
+# %% ../nbs/07c_methods.ipynb #a7e10c05
+def _peer_reason(m, k, R, alpha) -> str:
+    "`Peer`'s record of one column: what was done, in plain words, then the test."
+    test = f"Fisher's z test at {alpha:g}, Bonferroni over the {R} other columns"
+    if k == 0:
+        return f"left unchanged: no other column is related to it ({test})"
+    what = "plain average" if m.name == "average" else "first principal component"
+    return (f"replaced by the {what} of its z-scores and those of the {k} other column(s) related to it, each "
+            f"sign-aligned ({test}); this assumes {m.assumes}")
+
+def peer_result(m: Peer, # the peer
+                pb, # the prepared problem (`prepare`)
+                n_iter, # "auto" or a number: 0 gives the input, any other the step
+               ) -> CombineResult: # history [input, step]; `choices` one record per target column
+    "The peer `m` on every target column of `pb`, against all its other columns (target columns and references)."
+    h, R = pb.h, pb.H0.shape[1] - 1
+    steps = [m.column(pb.H0, p) if n_iter != 0 else (None, 0) for p in range(h)]
+    moved = np.array([z is not None for z, _ in steps])
+    pred = pb.stats.inverse(np.column_stack([pb.H0[:, p] if z is None else z for p, (z, _) in enumerate(steps)]))
+    pred[:, ~moved] = pb.F2[:, ~moved]                 # a column left unchanged is its input, to the bit
+    why = [_peer_reason(m, k, R, m.alpha) if n_iter != 0 else "n_iter=0 given: the input" for _, k in steps]
+    choices = [LabelFreeChoice(np.nan, np.nan, int(mv), np.nan, np.nan, w) for mv, w in zip(moved, why)]
+    history = np.stack([pb.F2, pred]) if n_iter != 0 else pb.F2[None].copy()
+    one = lambda a: a[..., 0] if pb.F.ndim == 1 else a
+    return CombineResult(one(history[-1]).copy(), one(history), None, dict(method=m.name, n_iter=len(history) - 1,
+                         alpha=m.alpha), choices, not moved.any())
+
 # %% ../nbs/07c_methods.ipynb #575af5a2
-METHODS = {"npc": NPC, "npc-exact": NPCExact, "lpc": LPC, "opc": OPC, "mtl": MTL}
+METHODS = {"npc": NPC, "npc-exact": NPCExact, "lpc": LPC, "opc": OPC, "mtl": MTL, "average": Average, "pc1": PC1}
 SETTING_DEFAULTS = dict(noise="auto", kernel_scale="auto", lam=1.0, n_basis=300, basis="even", device="cpu",
                         precision="float64")   # combine's defaults, the same as every method's
 

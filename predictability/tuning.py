@@ -22,7 +22,7 @@ from .combination import combine
 from .labelled import CombineResult, is_pandas, label_result
 from .problem import prepare
 from .kstats import make_backend
-from .methods import METHODS
+from .methods import METHODS, MTL, Peer
 from .core import as_predictors, check_bool, check_int, one_blas_thread
 
 # %% ../nbs/08_tune.ipynb #bd072d79
@@ -184,6 +184,8 @@ def _prepare(F, Gr, grid, method, combine_kwargs):
         grid = label_free_grid(F, Gr, method=method, **combine_kwargs) or None
     if grid is None and isinstance(method, str) and method in METHODS:   # the keywords the method takes
         grid = {k: v for k, v in DEFAULT_GRID.items() if k in METHODS[method].settings}
+        if not grid:                 # a method with none of them (a peer): its one run
+            return {}, []
     grid = _check_grid(grid, combine_kwargs)
     return grid, list(grid)
 
@@ -207,6 +209,38 @@ def _score(fn, pred, labels, params, t) -> float:
         raise ValueError(f"`metric` returned {score} for setting {params} at iteration {t}; it must return a finite "
                          "score (higher is better). Check the labels and the metric.")
     return score
+
+# %% ../nbs/08_tune.ipynb #b8e10c02
+_RUN_KEYWORDS = ("joint", "ard", "random_state", "client")   # `combine`'s keywords that are not a method's settings
+
+def _searches(method, methods, grid, combine_kwargs) -> list:
+    "(method, its grid, its keywords) for each search: `method` with `grid`, or each of `methods` with `grid[name]`."
+    if methods is None:
+        return [(method, grid, combine_kwargs)]
+    if isinstance(methods, str) or not methods or any(m not in METHODS or m == "mtl" for m in methods):
+        raise ValueError(f"`methods` must be a non-empty list of names from {[m for m in METHODS if m != 'mtl']}; "
+                         f"got {methods!r}.")
+    if grid is not None and (not isinstance(grid, dict) or set(grid) - set(methods)):
+        raise ValueError(f"with `methods`, `grid` is None or {{method name: grid}} for some of {list(methods)}; got {grid!r}.")
+    takes = lambda m, k: k in METHODS[m].settings or k in (("random_state",) if issubclass(METHODS[m], (Peer, MTL))
+                                                          else _RUN_KEYWORDS)
+    unused = [k for k in combine_kwargs if not any(takes(m, k) for m in methods)]
+    if unused:
+        raise ValueError(f"{', '.join(f'`{k}`' for k in unused)} is a setting of none of `methods` {list(methods)}: "
+                         "remove it.")
+    return [(m, (grid or {}).get(m), {k: v for k, v in combine_kwargs.items() if takes(m, k)}) for m in methods]
+
+def _search(F, Gr, labels, index, fn, grid, method, n_iter, progress, combine_kwargs) -> tuple:
+    "Every setting of one method's grid scored at every iteration: (table rows, best (score, params, t, result))."
+    grid, _ = _prepare(F, Gr, grid, method, combine_kwargs)
+    rows, best = [], None
+    for params, res in _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
+        for t, pred in enumerate(res.history):
+            score = _score(fn, pred[index], labels, params, t)
+            rows.append({**params, "iteration": t, "score": score})
+            if best is None or score > best[0]:
+                best = (score, params, t, res)
+    return rows, best
 
 # %% ../nbs/08_tune.ipynb #60156a3f
 def _shared_backend(method, grid, combine_kwargs) -> dict:
@@ -271,10 +305,12 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
          n_iter: int = 20, # the largest iteration considered (0..n_iter are all candidates)
          per_column: bool = False, # (N, H) target: one (setting, iteration) per column, from one joint run per setting
          method: str = "npc", # the combination method
+         methods: list | None = None, # several methods to choose among too (names, e.g. ["npc", "lpc", "average", "pc1"]); `grid`: None or {name: grid}
          progress: bool = True, # a tqdm bar over the grid
          **combine_kwargs) -> TuneResult:
     """Choose `noise`, `kernel_scale`, `lam` (any keys of `grid`) and the iteration that maximise `metric` on the
-    labelled rows `index`; ties go to the earlier grid entry and the fewer iterations.
+    labelled rows `index`; ties go to the earlier grid entry and the fewer iterations. With `methods`, the method too,
+    each over its own grid (`params["method"]` names it; ties go to the earlier method).
 
     With `per_column=True` an (N, H) target gets one (setting, iteration) per column, each column scored on its own
     labels (`labels` is (n, H), the metric per column, Kendall's tau by default) from the same joint runs; `params`
@@ -288,19 +324,20 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
         per_column = check_bool(per_column, "per_column")
         index = _check_index(index, F.shape[0])
         labels = _align_labels(target, labels, index)
+        if per_column and methods is not None:
+            raise ValueError("`methods` with `per_column=True` is not supported: tune each method per column, or one "
+                             "method over all columns.")
         if per_column:
             return _tune_per_column(pb, pandas, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
                                     method=method, progress=progress, **combine_kwargs)
         fn = _metric(metric, F)
         labels = _tune_labels(fn, F, labels, index)
-        grid, keys = _prepare(F, Gr, grid, method, combine_kwargs)
         rows, best = [], None
-        for params, res in _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
-            for t, pred in enumerate(res.history):
-                score = _score(fn, pred[index], labels, params, t)
-                rows.append({**params, "iteration": t, "score": score})
-                if best is None or score > best[0]:
-                    best = (score, params, t, res)
+        for m, g, kw in _searches(method, methods, grid, combine_kwargs):
+            r, b = _search(F, Gr, labels, index, fn, g, m, n_iter, progress, kw)
+            rows += r if methods is None else [{"method": m, **x} for x in r]
+            if best is None or b[0] > best[0]:
+                best = (*b[:2], b[2], b[3]) if methods is None else (b[0], {"method": m, **b[1]}, b[2], b[3])
         score, params, t, res = best
         chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
                                {**res.params, "n_iter": t})

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['CASE_GRID', 'make_cases', 'measure_case', 'run_cases', 'make_cases_round2', 'rule_iterations', 'measure_round2',
-           'run_round2']
+           'run_round2', 'make_cases_round3', 'measure_round3', 'run_round3']
 
 # %% ../../nbs/experiments/05_labelfree_cases.ipynb #1c97aa04
 import itertools
@@ -13,8 +13,8 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.datasets import load_digits
-from sklearn.linear_model import LogisticRegression
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+from sklearn.linear_model import LogisticRegression, RidgeCV
 
 from ..ard import fit_ard_joint
 from ..combination import combine
@@ -206,3 +206,88 @@ def run_round2(seeds=(0, 1, 2, 3, 4),  # seeds of the cases
     "The second suite: every case of `make_cases_round2` at every seed (a slow measurement: the grid and `tune` for every case)."
     return pd.DataFrame([dict(case=name, seed=s, **measure_round2(f, G_, y, s))
                          for s in seeds for name, (f, G_, y) in make_cases_round2(s).items()])
+
+# %% ../../nbs/experiments/05_labelfree_cases.ipynb #d5e10c02
+def _ensemble(X, y, rng, n_train: int, n_feat: int, k: int = 8):
+    "A target and `k` references: logistic regressions on `n_train` rows and `n_feat` random features each; the label is the truth."
+    perm = rng.permutation(len(y))
+    pool, rows = perm[:2 * n_train], perm[2 * n_train:]
+    out = []
+    for _ in range(k + 1):
+        s, fs = rng.choice(pool, n_train, replace=False), rng.choice(X.shape[1], n_feat, replace=False)
+        while len(np.unique(y[s])) < 2:            # a model needs both classes among its rows
+            s = rng.choice(pool, n_train, replace=False)
+        out.append(LogisticRegression(C=0.05, max_iter=1000).fit(X[s][:, fs], y[s]).decision_function(X[rows][:, fs]))
+    out = np.array(out).T
+    return out[:, 0], out[:, 1:], y[rows] * 1.0
+
+def _softmax(L):
+    E = np.exp(L - L.max(1, keepdims=True))
+    return E / E.sum(1, keepdims=True)
+
+def make_cases_round3(seed: int,     # the cases' random seed
+                      n: int = 500,  # points of the synthetic cases
+                     ) -> dict:
+    "Cases of the third round with a known truth: name -> (target, references, truth); the softmax target is (N, 4)."
+    rng, z = np.random.default_rng(seed), lambda X: (X - X.mean(0)) / X.std(0)
+    out = {}
+    X, y = load_breast_cancer(return_X_y=True)
+    out["cancer ensemble"] = _ensemble(z(X), y, rng, 30, 5)
+    X, y = load_digits(return_X_y=True)
+    out["digits ensemble (is 3)"] = _ensemble(X[:900] / 16.0, y[:900] == 3, rng, 40, 16)
+    X, y = load_wine(return_X_y=True)
+    out["wine ensemble (class 0)"] = _ensemble(z(X), y == 0, rng, 20, 4)
+    X, y = load_iris(return_X_y=True)
+    X = z(X)
+    out["iris views"] = (X[:, 2] + 0.8 * rng.normal(size=150), np.c_[X[:, [0, 3]], X[:, [2, 3]] + 0.6 * rng.normal(size=(150, 2))], y * 1.0)
+    s = rng.normal(size=n)
+    out["views of one signal"] = (s + rng.normal(size=n), s[:, None] + rng.uniform(0.6, 1.4, 6) * rng.normal(size=(n, 6)), s)
+    t = np.tanh(s)
+    out["views and irrelevant"] = (t + 0.5 * rng.normal(size=n), np.c_[t[:, None] + 0.5 * rng.normal(size=(n, 3)),
+                                                                        rng.normal(size=(n, 5))], t)
+    Z = rng.normal(size=(n, 3)); L = Z @ rng.normal(size=(3, 4))
+    out["softmax (N, 4)"] = (_softmax(L + rng.normal(size=L.shape)), Z + 0.5 * rng.normal(size=Z.shape), _softmax(L))
+    return out
+
+# %% ../../nbs/experiments/05_labelfree_cases.ipynb #d5e10c05
+def _ridge(f, G, y, lab, tau) -> float:
+    "Kendall tau x 100 of ridge regression of `y` on [f, G] fitted on the rows `lab` (its penalty by leave-one-out)."
+    X = np.c_[f, G]
+    X = (X - X.mean(0)) / X.std(0)
+    return tau(RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X[lab], y[lab]).predict(X))
+
+def measure_round3(f, G, y,              # one case: target, references, truth
+                   seed: int,            # seed of the labelled rows drawn for `tune` and ridge
+                   n_labels: int = 20,   # labels given to `tune` and ridge
+                  ) -> dict:
+    "Kendall tau x 100 on the rows `tune` did not see: input, default, ARD off, the peers as methods, best, tune over methods, ridge."
+    y1 = y if y.ndim == 1 else y[:, 0]
+    k, (lab, tau1) = 0, _labelled_rows(y1, seed, n_labels)
+    while np.ptp(y1[lab]) == 0:                    # a rare class: draw again until the labels rank something
+        k += 1
+        lab, tau1 = _labelled_rows(y1, seed + 10_000 * k, n_labels)
+    tau = tau1 if y.ndim == 1 else (lambda P: float(np.mean([_labelled_rows(y[:, k], seed, n_labels)[1](P[:, k])
+                                                              for k in range(y.shape[1])])))
+    row = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = combine(f, G)
+        row.update({"input": tau(f), "default": tau(d.prediction), "ARD off": tau(combine(f, G, ard=False).prediction),
+                    "average": tau(combine(f, G, method="average").prediction),
+                    "first PC": tau(combine(f, G, method="pc1").prediction), "n_iter": d.params["n_iter"]})
+        if y.ndim == 2:
+            return {**row, "best": np.nan, "tune": np.nan, "ridge": np.nan}
+        best = max(tau(h) for h in d.history)
+        for nz, ks, lam in itertools.product(*CASE_GRID.values()):
+            r = combine(f, G, noise=nz, kernel_scale=ks, lam=lam, n_iter=20, joint=False)
+            best = max(best, max(tau(h) for h in r.history))
+        tu = tune(f, G, y[lab], lab, methods=["npc", "lpc", "average", "pc1"], grid={"npc": CASE_GRID}, joint=False,
+                  progress=False)
+    return {**row, "best": best, "tune": tau(tu.result.prediction), "tune method": tu.params["method"],
+            "ridge": _ridge(f, G, y, lab, tau)}
+
+def run_round3(seeds=(2, 3),   # seeds of the cases
+              ) -> pd.DataFrame:
+    "The third suite: every case of `make_cases_round3` at every seed (a slow measurement: the grid and `tune` for every case)."
+    return pd.DataFrame([dict(case=name, seed=s, **measure_round3(f, G_, y, s))
+                         for s in seeds for name, (f, G_, y) in make_cases_round3(s).items()])
