@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['FORMATS', 'BOMS', 'MISSING', 'SEPARATORS', 'Predictors', 'CHUNKED_FORMATS', 'CHUNK_BYTES', 'file_format', 'read_text',
            'CsvDialect', 'csv_dialect', 'read_predictors', 'align_rows', 'write_atomic', 'write_table',
-           'write_predictors', 'same_file', 'check_outputs', 'chunked_format', 'need_dask', 'Chunked', 'read_chunked',
-           'pair_chunked', 'write_chunked', 'Labelled']
+           'write_predictors', 'same_file', 'check_outputs', 'save_layout', 'read_layout', 'chunked_format',
+           'need_dask', 'Chunked', 'read_chunked', 'pair_chunked', 'joined_error', 'write_chunked', 'Labelled']
 
 # %% ../nbs/13a_io.ipynb #6e5e2612
 import codecs
@@ -509,6 +509,28 @@ def check_outputs(outputs: dict, # {role: path} of the files to write, e.g. {"OU
         if not p.resolve().parent.is_dir():
             raise ValueError(f"{role} {str(out)!r}: folder {str(p.parent)!r} does not exist.")
 
+# %% ../nbs/13a_io.ipynb #57e10242
+_LAYOUT = b"predictability.layout "
+
+def save_layout(path, # a model file written by `Combiner.save` (a .npz archive)
+                layout: dict, # plain JSON values, e.g. {"index_col": "id"}
+               ):
+    "Keep `layout` in the archive comment of the model file `path`; its members are not touched."
+    import json, zipfile
+    with zipfile.ZipFile(path, "a") as z:
+        z.comment = _LAYOUT + json.dumps(layout).encode()
+
+def read_layout(path, # a model file
+               ) -> dict: # what `save_layout` kept, or {} (none, or not an archive)
+    "The layout kept with a model file by `save_layout`; {} when there is none."
+    import json, zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            c = z.comment
+        return json.loads(c[len(_LAYOUT):]) if c.startswith(_LAYOUT) else {}
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return {}
+
 # %% ../nbs/13a_io.ipynb #e95dd458
 CHUNKED_FORMATS = {**FORMATS, ".zarr": "zarr"}
 CHUNK_BYTES = 128 * 2 ** 20   # Dask's default chunk size (its `array.chunk-size`)
@@ -749,6 +771,26 @@ def pair_chunked(a: Chunked, # the first file in row chunks (`read_chunked`), e.
         args += [a.labels[:, None], b.labels.rechunk(rows)[:, None]]
     return da.map_blocks(_pair_block, *args, roles=roles, chunks=(rows, (ka + kb,)), dtype=np.float64)
 
+
+# %% ../nbs/13a_io.ipynb #69253427
+_JOINED_COLUMN = re.compile(r"`X`( contains NaN or infinite value\(s\) \(first in row (\d+)| column)[, ]*column (\d+)|`X` column (\d+)")
+
+def joined_error(e: Exception, # an error of a fit of the joined matrix
+                 files: list, # [(role, path, column names or None, number of columns)] in the matrix's order
+                ) -> Exception: # a ValueError naming the file and its column, or `e` itself when it names no column
+    "An error that names a column of the joined matrix, said of the file and column the user gave."
+    m = _JOINED_COLUMN.search(str(e))
+    if m is None:
+        return e
+    k = int(m.group(3) or m.group(4))
+    for role, path, names, width in files:
+        if k < width:
+            col = repr(names[k]) if names else f"{k + 1} (from 1)"
+            what = (f"a missing or infinite value (first in data row {int(m.group(2)) + 1})" if m.group(2) else
+                    "the same value in every row: it carries no information; remove it")
+            return ValueError(f"{role} {str(path)!r}: column {col} has {what}.")
+        k -= width
+    return e
 
 # %% ../nbs/13a_io.ipynb #64391fcd
 def _write_part(values, labels, names, index_name, path) -> int:
