@@ -78,12 +78,13 @@ def _add_combine(sub):
                        "writes it: with or without a header row, an index column, ',' ';' or tab separators, decimal "
                        "points or commas), .npy, .parquet. Rows pair by their labels when both files have an index "
                        "column (or share a first column of unique whole numbers, or --index-col), else by position. "
-                       "No output may be one of the inputs.")
+                       "No output may be one of the inputs or an existing file.")
     c.add_argument("target", metavar="TARGET", help="the predictor(s) to improve: (N,) or (N, H)")
     c.add_argument("references", metavar="REFERENCES", nargs="?", default=None,
                    help="the reference predictors (N, R); omit to denoise the H >= 2 columns of TARGET jointly")
     c.add_argument("-o", "--out", metavar="OUT", required=True,
-                   help="output file; its extension sets the format (none: TARGET's format); - : CSV on standard output")
+                   help="output file, never an existing one; its extension sets the format (none: TARGET's format); - : CSV on "
+                   "standard output")
     c.add_argument("--relevance", metavar="PATH", default=None,
                    help="also write the ARD relevance weights, labelled, to PATH (.csv or .parquet; GP methods with ARD)")
     _add_method_options(c)
@@ -146,7 +147,8 @@ def _add_csv_options(c, inputs: str = "TARGET and REFERENCES"):
     h.add_argument("--no-header", dest="header", action="store_const", const=False, help="the first CSV row is data")
     shared = ", or a first column of unique whole numbers that both files share" if " and " in inputs else ""
     c.add_argument("--index-col", metavar="NAME", default=None, help=f"the column holding the row labels, in "
-                   f"{inputs} (default: an unnamed or non-numeric first column{shared})")
+                   f"{inputs} (default: a first column that is one: unnamed, text, or an id/key over unique whole "
+                   f"numbers{shared}; for apply, the model's)")
 
 # %% ../nbs/13_cli.ipynb #a6aabb0a
 def _add_cluster_options(g, paths: str = ""):

@@ -273,9 +273,9 @@ def test_cli_speaks_cli(tmp_path, files):
     r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST)
     assert r.returncode == 0 and r.stderr == "" and r.stdout.count("\n") == 1 and "chosen for" not in r.stdout, r
     assert "changed 'score' by" in r.stdout and str(tmp_path / "o.csv") in r.stdout, r.stdout
-    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST, "--verbose")
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "ov.csv", *FAST, "--verbose")
     assert r.returncode == 0 and r.stdout.count("\n") == 6 and "--n-iter 2 given" in r.stdout, r.stdout
-    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST, "--quiet")
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "oq.csv", *FAST, "--quiet")
     assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r
     np.save(tmp_path / "noise.npy", np.random.default_rng(3).normal(size=(80, 3)))
     r = _cli("combine", d / "target.csv", tmp_path / "noise.npy", "-o", tmp_path / "u.csv")
@@ -569,9 +569,10 @@ def test_ctrl_c_with_workers(tmp_path, delay):
 def test_combine_never_overwrites(tmp_path, files):
     "combine refuses an existing OUT or --relevance, as fit and apply do; the file is left as it was."
     d, _, _ = files
-    for out, extra in [("o.csv", []), ("o.parquet", []), ("new.csv", ["--relevance", "rel.csv"])]:
-        (tmp_path / (extra[1] if extra else out)).write_text("mine\n")
+    for out, rel in [("o.csv", None), ("o.parquet", None), ("new.csv", "rel.csv")]:
+        taken = tmp_path / (rel or out)
+        taken.write_text("mine\n")
+        extra = ["--relevance", tmp_path / rel] if rel else []
         r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / out, *extra, *FAST)
-        taken = tmp_path / (extra[1] if extra else out)
         _one_error_line(r, f"'{taken}' exists; refusing to overwrite it")
-        assert taken.read_text() == "mine\n"
+        assert taken.read_text() == "mine\n" and not (tmp_path / "new.csv").exists()
