@@ -78,12 +78,13 @@ def _add_combine(sub):
                        "writes it: with or without a header row, an index column, ',' ';' or tab separators, decimal "
                        "points or commas), .npy, .parquet. Rows pair by their labels when both files have an index "
                        "column (or share a first column of unique whole numbers, or --index-col), else by position. "
-                       "No output may be one of the inputs.")
+                       "No output may be one of the inputs or an existing file.")
     c.add_argument("target", metavar="TARGET", help="the predictor(s) to improve: (N,) or (N, H)")
     c.add_argument("references", metavar="REFERENCES", nargs="?", default=None,
                    help="the reference predictors (N, R); omit to denoise the H >= 2 columns of TARGET jointly")
     c.add_argument("-o", "--out", metavar="OUT", required=True,
-                   help="output file; its extension sets the format (none: TARGET's format); - : CSV on standard output")
+                   help="output file, never an existing one; its extension sets the format (none: TARGET's format); - : CSV on "
+                   "standard output")
     c.add_argument("--relevance", metavar="PATH", default=None,
                    help="also write the ARD relevance weights, labelled, to PATH (.csv or .parquet; GP methods with ARD)")
     _add_method_options(c)
@@ -146,7 +147,8 @@ def _add_csv_options(c, inputs: str = "TARGET and REFERENCES"):
     h.add_argument("--no-header", dest="header", action="store_const", const=False, help="the first CSV row is data")
     shared = ", or a first column of unique whole numbers that both files share" if " and " in inputs else ""
     c.add_argument("--index-col", metavar="NAME", default=None, help=f"the column holding the row labels, in "
-                   f"{inputs} (default: an unnamed or non-numeric first column{shared})")
+                   f"{inputs} (default: a first column that is one: unnamed, text, or an id/key over unique whole "
+                   f"numbers{shared}; for apply, the model's)")
 
 # %% ../nbs/13_cli.ipynb #a6aabb0a
 def _add_cluster_options(g, paths: str = ""):
@@ -259,7 +261,7 @@ def relevance_table(relevance, # `CombineResult.relevance`: (R,) for a 1-D targe
 
 # %% ../nbs/13_cli.ipynb #496d2599
 def _check_combine_args(args, chunked: bool = False) -> tuple:
-    "Formats of OUT and --relevance, after refusing what cannot work, before any reading or computing; `chunked`: OUT written in chunks, new."
+    "Formats of OUT and --relevance, after refusing what cannot work (an output that exists, as for `fit` and `apply`), before any reading or computing; `chunked`: OUT written in chunks."
     from predictability.fileio import check_outputs, file_format
     fmt = _out_format(args.out, args.target, "TARGET", chunked=chunked)
     rel_fmt = None
@@ -273,7 +275,7 @@ def _check_combine_args(args, chunked: bool = False) -> tuple:
             raise ValueError(f"--relevance {args.relevance!r}: the weights are labelled; use .csv or .parquet.")
     inputs = {"TARGET": args.target, "REFERENCES": args.references}
     outputs = {"OUT": args.out, "--relevance": args.relevance}
-    check_outputs({k: v for k, v in outputs.items() if v not in (None, "-")}, inputs, new=chunked)
+    check_outputs({k: v for k, v in outputs.items() if v not in (None, "-")}, inputs, new=True)
     _check_device(args)
     return fmt, rel_fmt
 
@@ -305,8 +307,9 @@ def _unique(names, what: str):
 def _read(path, role: str, args, index_col=None):
     "`read_predictors` with the CSV options of the command line."
     from predictability.fileio import read_predictors
-    return read_predictors(path, role, sep=args.sep, decimal=args.decimal, header=args.header,
-                           index_col=index_col or args.index_col)
+    read = lambda col: read_predictors(path, role, sep=args.sep, decimal=args.decimal, header=args.header, index_col=col)
+    p, kept = read(index_col or args.index_col), vars(args).get("model_index_col")
+    return read(kept) if kept and not (index_col or args.index_col) and kept in (p.names or []) else p
 
 # %% ../nbs/13_cli.ipynb #bedc555c
 def _method_kwargs(args, n: int) -> dict:
@@ -318,7 +321,8 @@ def _method_kwargs(args, n: int) -> dict:
                     basis=args.basis, device=args.device, precision=args.precision)
     takes = METHODS[args.method].settings             # a flag the method lacks is refused only when given
     return dict(method=args.method, n_iter=args.n_iter, joint=not args.no_joint, ard=not args.no_ard,
-                random_state=args.random_state, **{k: v for k, v in settings.items() if k in takes or k in given})
+                random_state=args.random_state, progress=False if vars(args).get("quiet") else None,   # -q: no bar
+                **{k: v for k, v in settings.items() if k in takes or k in given})
 
 # %% ../nbs/13_cli.ipynb #40c8ea76
 def _shared_key(t, r):
@@ -496,6 +500,43 @@ def _chunked_by(args) -> str | None:
         return f"X {str(args.x)!r} (read in chunks)"
     return None
 
+# %% ../nbs/13_cli.ipynb #f0c507a6
+SCHEDULER_TIMEOUT = 10   # seconds for a scheduler to answer the first message; one answers at once
+
+def _hello_scheduler(address: str, timeout: float | None = None):
+    """Refuse --scheduler ADDRESS unless a Dask scheduler answers there within `timeout`: `Client` waits for its
+    handshake without a limit (a silent listener hangs it) and reads any bytes as a message's length (MemoryError)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed.comm import connect
+    timeout = timeout or min(SCHEDULER_TIMEOUT, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
+    async def hello():
+        await (await connect(address, timeout=timeout)).close()
+    try:                                             # in a thread of its own: no event loop of ours is disturbed
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, asyncio.wait_for(hello(), timeout)).result()
+    except Exception as e:
+        raise ValueError(f"--scheduler {address!r}: no Dask scheduler answered there within {timeout} s "
+                         f"({_one_line(e)}); start one (`dask scheduler`) or check the address.") from None
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """Ctrl-C (SIGINT) blocked in this thread meanwhile: the threads started meanwhile, and the worker processes they
+    start, keep it blocked, so a Ctrl-C reaches this process alone; one that came meanwhile arrives at the end."""
+    import signal
+    from multiprocessing import resource_tracker
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    resource_tracker.ensure_running()                # started later, it would unblock SIGINT in the starting thread
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
 # %% ../nbs/13_cli.ipynb #c971cb7a
 @contextlib.contextmanager
 def _dask_client(args):
@@ -507,15 +548,18 @@ def _dask_client(args):
     need_dask("--workers" if args.workers else "--scheduler", distributed=True)
     import logging
     from distributed import Client, LocalCluster
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)   # a gather cut short by Ctrl-C: not "Task exception was never retrieved"
     with contextlib.ExitStack() as stack:
         if args.workers:
-            cluster = stack.enter_context(LocalCluster(n_workers=args.workers, processes=True, threads_per_worker=1,
-                                                       dashboard_address=":0", scheduler_kwargs=dict(dashboard=False),
-                                                       silence_logs=logging.CRITICAL))   # errors reach the user as one line
+            with _sigint_blocked():                  # Ctrl-C reaches this process only: one line, no worker tracebacks
+                cluster = stack.enter_context(LocalCluster(n_workers=args.workers, processes=True, threads_per_worker=1,
+                                                           dashboard_address=":0", scheduler_kwargs=dict(dashboard=False),
+                                                           silence_logs=logging.CRITICAL))   # errors: one line
             yield stack.enter_context(Client(cluster))
         else:
+            _hello_scheduler(args.scheduler)
             try:
-                client = Client(args.scheduler)
+                client = Client(args.scheduler, timeout=SCHEDULER_TIMEOUT)
             except (OSError, ValueError, TypeError) as e:
                 raise ValueError(f"--scheduler {args.scheduler!r}: no Dask scheduler answered there ({_one_line(e)}); "
                                  "start one (`dask scheduler`) or check the address.") from None
@@ -542,19 +586,20 @@ def _new_model(args, names, k: int, n: int):
     return Combiner(cols if len(cols) > 1 else cols[0], **_method_kwargs(args, n)), cols
 
 def _fit_in_memory(args) -> tuple:
-    "The model fitted on X read whole; (model, X's column names or None, rows)."
+    "The model fitted on X read whole; (model, X's column names or None, rows, the row labels' column or None)."
     import pandas as pd
     p = _read_complete(args.x, "X", args)
     model, _ = _new_model(args, p.names, p.values.shape[1] if p.values.ndim == 2 else 1, len(p.values))
-    return model.fit(pd.DataFrame(p.values, columns=p.names) if p.names else p.values), p.names, len(p.values)
+    model.fit(pd.DataFrame(p.values, columns=p.names) if p.names else p.values)
+    return model, p.names, len(p.values), None if p.index is None else p.index.name
 
 # %% ../nbs/13_cli.ipynb #b935e61d
 def _fit_in_chunks(args) -> tuple:
-    "The model fitted on X's row chunks where they are (`Combiner.fit` of a Dask array); (model, X's column names or None, rows)."
+    "The model fitted on X's row chunks where they are (`Combiner.fit` of a Dask array); (model, X's column names or None, rows, the row labels' column or None)."
     import pandas as pd
     from predictability.combiner import set_fitted
     from predictability.fileio import read_chunked
-    c = read_chunked(args.x, "X", args.chunk_rows, args.index_col)      # lazy: the parts' footers only
+    c = read_chunked(args.x, "X", args.chunk_rows, args.index_col, finite=True)   # lazy: the parts' footers only
     (n, k) = c.values.shape
     model, cols = _new_model(args, c.names, k, n)
     with _dask_client(args):
@@ -562,19 +607,19 @@ def _fit_in_chunks(args) -> tuple:
     if c.names:                                      # the model keeps X's column names, as a fit in memory does
         set_fitted(model, pd.DataFrame(columns=c.names), cols, len(cols) == 1, model.replay_, model.params_,
                    model.choices_, model.relevance_)
-    return model, c.names, n
+    return model, c.names, n, c.index_name if c.labels is not None else None
 
 # %% ../nbs/13_cli.ipynb #b50460c0
 def _cmd_fit(args) -> int:
-    from predictability.fileio import check_outputs, write_atomic
+    from predictability.fileio import check_outputs, save_layout, write_atomic
     _check_model_name(args.out)
     check_outputs({"MODEL": args.out}, {"X": args.x}, new=True)
     _check_device(args)
     by = _chunked_by(args)
     if by:
         _check_chunked_fit(args, by)
-    model, names, n = (_fit_in_chunks if by else _fit_in_memory)(args)
-    write_atomic(args.out, model.save)
+    model, names, n, labels = (_fit_in_chunks if by else _fit_in_memory)(args)
+    write_atomic(args.out, lambda t: (model.save(t), save_layout(t, {"index_col": labels or None})))   # for `apply`
     names = [repr(names[j]) if names else f"column {j}" for j in model.columns_]
     if args.verbose:
         _say(args, *_choice_lines(names, model.choices_))
@@ -619,6 +664,17 @@ def _check_columns(model, p, path):
                          "columns of the file `fit` read, in its order.")
 
 # %% ../nbs/13_cli.ipynb #b8dffaef
+@contextlib.contextmanager
+def _replaying(args):
+    "An error while MODEL transforms X (a damaged model can load and fail only here) named as one while loading."
+    try:
+        yield
+    except Exception as e:
+        if isinstance(e, OSError) or (type(e) is ValueError and str(e).startswith("X ")):
+            raise                                    # X's own problem (a part, a value), already named
+        raise ValueError(f"MODEL {str(args.model)!r} failed on X {str(args.x)!r} ({_one_line(e)}); if the model "
+                         "file was changed since `fit` wrote it, fit it again.") from None
+
 def _target_names(model, names) -> list | None:
     "The names of the model's target column(s) in X (`names`: X's column names, or None)."
     return [names[j] for j in model.columns_[:len(model.target_names_)]] if names else None
@@ -628,7 +684,8 @@ def _apply_in_memory(args, model, fmt: str) -> tuple:
     from predictability.fileio import write_predictors
     p = _read_complete(args.x, "X", args)
     _check_columns(model, p, args.x)
-    out = model.transform(p.values)                  # row by row: row i of `out` is row i of X's
+    with _replaying(args):
+        out = model.transform(p.values)              # row by row: row i of `out` is row i of X's
     names = _target_names(model, p.names)
     write_predictors(args.out, out, names, fmt, index=p.index, **_csv_style(args, args.x, "X", fmt))
     return names, len(out)
@@ -637,20 +694,23 @@ def _apply_in_memory(args, model, fmt: str) -> tuple:
 def _apply_in_chunks(args, model, fmt: str) -> tuple:
     "The model replayed on X's row chunks where they are, OUT written chunk by chunk; (the target names or None, rows)."
     from predictability.fileio import read_chunked, write_chunked
-    c = read_chunked(args.x, "X", args.chunk_rows, args.index_col)      # lazy: the parts' footers only
+    read = lambda col: read_chunked(args.x, "X", args.chunk_rows, col, finite=True)   # lazy: the parts' footers only
+    c, kept = read(args.index_col), vars(args).get("model_index_col")
+    c = read(kept) if kept and args.index_col is None and kept in (c.names or []) else c
     _check_columns(model, c, args.x)
     names = _target_names(model, c.names)
-    with _dask_client(args):
+    with _dask_client(args), _replaying(args):
         write_chunked(args.out, model.transform(c.values), names, fmt, labels=c.labels, index_name=c.index_name)
     return names, c.values.shape[0]
 
 # %% ../nbs/13_cli.ipynb #b44bbc31
 def _cmd_apply(args) -> int:
-    from predictability.fileio import check_outputs
+    from predictability.fileio import check_outputs, read_layout
     by = _chunked_by(args)
     fmt = _out_format(args.out, args.x, "X", chunked=bool(by))
     check_outputs({"OUT": args.out} if args.out != "-" else {}, {"MODEL": args.model, "X": args.x}, new=True)
     model = _load_model(args.model)
+    args.model_index_col = read_layout(args.model).get("index_col")    # the row labels' column that `fit` read
     names, n = (_apply_in_chunks if by else _apply_in_memory)(args, model, fmt)
     h = len(model.target_names_)
     what = ", ".join(map(repr, names)) if names else f"{h} target column(s)"
@@ -674,8 +734,8 @@ def _paired_chunks(args, by: str) -> tuple:
     if args.references is None:
         raise ValueError(f"{by}: in row chunks, combine improves TARGET from REFERENCES; give a REFERENCES file (joint "
                          "denoising of TARGET's own columns reads them whole).")
-    t = read_chunked(args.target, "TARGET", args.chunk_rows, args.index_col)      # lazy: footers or metadata only
-    r = read_chunked(args.references, "REFERENCES", args.chunk_rows, args.index_col)
+    t = read_chunked(args.target, "TARGET", args.chunk_rows, args.index_col, finite=True)   # lazy: footers or metadata
+    r = read_chunked(args.references, "REFERENCES", args.chunk_rows, args.index_col, finite=True)
     return pair_chunked(t, r, (f"TARGET {str(args.target)!r}", f"REFERENCES {str(args.references)!r}")), t, r
 
 
@@ -683,7 +743,7 @@ def _paired_chunks(args, by: str) -> tuple:
 def _combine_in_chunks(args, by: str, fmt: str, rel_fmt) -> int:
     "`combine` over row chunks: `Combiner.fit` of X = [TARGET | REFERENCES], then its transform written chunk by chunk with TARGET's labels."
     from predictability.combiner import Combiner
-    from predictability.fileio import write_chunked, write_table
+    from predictability.fileio import joined_error, write_chunked, write_table
     _check_chunked_fit(args, by)
     X, t, r = _paired_chunks(args, by)
     (n, k), h = X.shape, t.values.shape[1]
@@ -691,7 +751,11 @@ def _combine_in_chunks(args, by: str, fmt: str, rel_fmt) -> int:
         _unique([*t.names, *r.names], "the TARGET and REFERENCES columns")
     model = Combiner(list(range(h)) if h > 1 else 0, **_method_kwargs(args, n))
     with _dask_client(args):
-        model.fit(X)
+        try:
+            model.fit(X)
+        except ValueError as e:                      # `X` column 3 -> REFERENCES 'r.parquet': column 'b'
+            raise joined_error(e, [("TARGET", args.target, t.names, h), ("REFERENCES", args.references, r.names,
+                                                                            k - h)]) from None
         write_chunked(args.out, model.transform(X), t.names, fmt, labels=t.labels, index_name=t.index_name)
     if rel_fmt:
         write_table(args.relevance, relevance_table(model.relevance_, t.names, r.names), rel_fmt,

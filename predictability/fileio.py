@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['FORMATS', 'BOMS', 'MISSING', 'SEPARATORS', 'Predictors', 'CHUNKED_FORMATS', 'CHUNK_BYTES', 'file_format', 'read_text',
            'CsvDialect', 'csv_dialect', 'read_predictors', 'align_rows', 'write_atomic', 'write_table',
-           'write_predictors', 'same_file', 'check_outputs', 'chunked_format', 'need_dask', 'Chunked', 'read_chunked',
-           'pair_chunked', 'write_chunked', 'Labelled']
+           'write_predictors', 'same_file', 'check_outputs', 'save_layout', 'read_layout', 'chunked_format',
+           'need_dask', 'Chunked', 'read_chunked', 'pair_chunked', 'joined_error', 'write_chunked', 'Labelled']
 
 # %% ../nbs/13a_io.ipynb #6e5e2612
 import codecs
@@ -106,6 +106,7 @@ class CsvDialect(NamedTuple):
 
 _INDEX_NAME = re.compile(r"(|Unnamed: \d+)")      # pandas' unnamed index column, written and re-read
 _INT = re.compile(r"[-+]?\d+")
+_ID_NAME = re.compile(r"(?i)(id|key|index|idx|uid|uuid|row[ _.-]?(id|key)|[\w .-]*[ _.-](id|key)|id[ _.-][\w .-]*)")
 _COMMA_NUMBER = re.compile(r"[-+]?(\d+,\d*|,\d+)([eE][-+]?\d+)?")
 
 # %% ../nbs/13a_io.ipynb #1bd7f64b
@@ -160,6 +161,18 @@ def _has_header(rows: list, decimal: str, label_col: bool, role: str, path) -> b
     raise ValueError(f"{role} {str(path)!r}: the first row {','.join(first)!r} may be pandas' default column names "
                      "or data (the other rows are integers too); pass --header or --no-header.")
 
+# %% ../nbs/13a_io.ipynb #7024f1ed
+def _mostly_text(col: list, decimal: str = ".") -> bool:
+    "More than half of the fields of `col` that are not missing are text, not numbers: a column of row labels."
+    vals = [f.strip() for f in col if f.strip() not in MISSING]
+    return 2 * sum(not _is_number(f, decimal) for f in vals) > len(vals)
+
+def _id_like(name, values) -> bool:
+    "`name` names an identifier (id, key, index, gene_id, ...) and `values` are unique whole numbers, none missing."
+    vals = [str(v).strip() for v in values]
+    return (bool(_ID_NAME.fullmatch(str(name).strip())) and len(vals) > 0 and all(_INT.fullmatch(v) for v in vals)
+            and len({int(v) for v in vals}) == len(vals))
+
 # %% ../nbs/13a_io.ipynb #ee59fde6
 def _dialect(text: str, role: str, path, sep=None, decimal=None, header=None):
     "The CsvDialect of `text` (the options given, the rest guessed) and its records."
@@ -183,11 +196,12 @@ def _dialect(text: str, role: str, path, sep=None, decimal=None, header=None):
         _refuse_split_decimals(fields, recs, role, path)
     decimal = decimal or _guess_decimal(fields, sep)
     width = {len(r) for r in rows}
-    label_col = len(rows) > 1 and max(width) > 1 and any(not _is_number(r[0], decimal) for r in rows[1:] if r)
+    label_col = len(rows) > 1 and max(width) > 1 and _mostly_text([r[0] for r in rows[1:] if r], decimal)
     if header is None:
         header = _has_header(rows, decimal, label_col, role, path) if len(width) == 1 else False
     names = [f.strip() for f in rows[0]] if header else []
-    index_col = 0 if label_col or (names and _INDEX_NAME.fullmatch(names[0])) else None
+    key = names and max(width) > 1 and _id_like(names[0], [r[0] for r in rows[1:] if r])   # id,a,b over 3,1.5,2
+    index_col = 0 if label_col or key or (names and _INDEX_NAME.fullmatch(names[0])) else None
     return CsvDialect(sep, decimal, bool(header), index_col), recs
 
 # %% ../nbs/13a_io.ipynb #f00e8cd0
@@ -209,6 +223,22 @@ def _other_sep(s: str, sep: str) -> str:
     other = [c for c in SEPARATORS if c != sep and c in s]
     return f" The file looks {other[0]!r}-separated: pass --sep {'tab' if other[0] == chr(9) else other[0]!r}." if other else ""
 
+# %% ../nbs/13a_io.ipynb #8d0e3014
+_HEX = re.compile(r"[-+]?0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*([pP][-+]?\d+)?")
+_GROUPED = re.compile(r"[-+]?\d{1,3}([,.' \u00a0\u202f]\d{3})+([.,]\d*)?")
+
+def _cell_hint(s: str, decimal: str, first: bool) -> str:
+    "What to do about the field `s` that is not a number (`first`: it is in the first of several columns)."
+    if _HEX.fullmatch(s):
+        return " It is a hexadecimal number: write it in decimal (Python: float.fromhex(s), then repr)."
+    if _GROUPED.fullmatch(s):
+        return (f" It looks like a number with thousands separators: write it without them, with {decimal!r} as the "
+                "decimal mark (e.g. 1234.5; in a spreadsheet, a number format without separators).")
+    if first:
+        return (" Correct that cell; or, if this first column holds row labels (mostly numbers, so not taken for "
+                "labels), give it a header and name it with --index-col.")
+    return " Correct that cell, or write NA there for a missing value."
+
 # %% ../nbs/13a_io.ipynb #5a047e95
 def _to_float(rows, lines, names, role, path, decimal=".", sep=",") -> np.ndarray:
     "The fields of `rows` as float64: numbers, and NaN for missing values; ValueError at the first other field."
@@ -226,7 +256,8 @@ def _to_float(rows, lines, names, role, path, decimal=".", sep=",") -> np.ndarra
                 continue
             col = repr(names[j]) if names else j + 1
             raise ValueError(f"{role} {str(path)!r}, line {line}, column {col}: {s!r} is not numeric; predictor "
-                             "files hold numbers (missing values: empty, NA or nan)." + _other_sep(s, sep))
+                             "files hold numbers (missing values: empty, NA or nan)." + _other_sep(s, sep)
+                             + _cell_hint(s, decimal, j == 0 and len(row) > 1))
     return out
 
 # %% ../nbs/13a_io.ipynb #d40b8a1c
@@ -235,7 +266,7 @@ def _index_at(names, index_col, role, path):
     if not names:
         raise ValueError(f"{role} {str(path)!r} has no header row, so no column is named {index_col!r} (--index-col).")
     if index_col not in names:
-        raise ValueError(f"{role} {str(path)!r} has no column {index_col!r} (--index-col); its columns: {names}.")
+        raise ValueError(f"{role} {str(path)!r} has no column {index_col!r} (--index-col, or the model's row labels); its columns: {names}.")
     return names.index(index_col)
 
 # %% ../nbs/13a_io.ipynb #6975e092
@@ -275,17 +306,27 @@ def _read_frame(path, fmt: str, role: str):
         raise ValueError(f"{role} {str(path)!r} could not be read as {fmt}: {e}") from None
 
 # %% ../nbs/13a_io.ipynb #2ab2adf3
+def _plain_range(ix) -> bool:
+    "A default index 0..N-1 without a name: no row labels."
+    return isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1 and ix.name is None
+
+def _label_field(name, col: pd.Series) -> bool:
+    "A first column of row labels: text (strings), or an id's name over unique whole numbers."
+    if pd.api.types.is_string_dtype(col) or pd.api.types.is_object_dtype(col):
+        return col.map(lambda v: isinstance(v, str)).all()
+    return pd.api.types.is_integer_dtype(col) and _id_like(name, col.tolist())
+
 def _from_frame(df: pd.DataFrame, path, role: str, index_col=None) -> Predictors:
     if index_col is not None and index_col != df.index.name:
         df = df.set_index(df.columns[_index_at([str(c) for c in df.columns], index_col, role, path)])
+    elif index_col is None and _plain_range(df.index) and df.shape[1] > 1 and _label_field(df.columns[0], df.iloc[:, 0]):
+        df = df.set_index(df.columns[0])             # text labels, or an id over unique whole numbers
     bad = [c for c in df.columns if not (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]))]
     if bad:
         raise ValueError(f"{role} {str(path)!r}: column {str(bad[0])!r} has dtype {df[bad[0]].dtype}, not numeric; "
                          "predictor files hold numbers.")
-    ix = df.index
-    default = isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1 and ix.name is None
     return Predictors(df.to_numpy(dtype=np.float64, na_value=np.nan), [str(c) for c in df.columns],
-                      None if default else ix)
+                      None if _plain_range(df.index) else df.index)
 
 # %% ../nbs/13a_io.ipynb #7e3800f6
 def _warn_index_like(p: Predictors, role: str, path):
@@ -296,6 +337,17 @@ def _warn_index_like(p: Predictors, role: str, path):
                       "--index-col, or write the file without it (index=False).", stacklevel=3)
 
 # %% ../nbs/13a_io.ipynb #3aa4879e
+def _numeric_npy(a: np.ndarray, role: str, path) -> np.ndarray:
+    "`a` when it is an array of numbers (N,) or (N, K); else ValueError naming `role` and the file."
+    if a.dtype.names:
+        raise ValueError(f"{role} {str(path)!r} holds a structured array (fields {list(a.dtype.names)[:5]}); predictors "
+                         "are plain numbers: save np.column_stack([a[f] for f in a.dtype.names]) instead.")
+    if a.dtype.kind not in "fiub" or a.ndim not in (1, 2):
+        raise ValueError(f"{role} {str(path)!r} holds an array of shape {a.shape} and dtype {a.dtype}; predictors are "
+                         "numbers, (N,) or (N, K): one point per row" + (" (this is one number, 0-d: save "
+                         "np.atleast_1d(a))." if a.ndim == 0 else "."))
+    return a
+
 def read_predictors(path, # a .csv, .npy or .parquet file
                     role: str = "file", # how error messages name the file, e.g. "TARGET"
                     *,
@@ -317,7 +369,7 @@ def read_predictors(path, # a .csv, .npy or .parquet file
     elif index_col is not None and fmt == "npy":
         raise ValueError(f"{role} {str(path)!r}: an NPY file has no named columns (--index-col {index_col!r}).")
     elif fmt == "npy":
-        p = Predictors(_read_frame(path, fmt, role), None, None)
+        p = Predictors(_numeric_npy(_read_frame(path, fmt, role), role, path), None, None)
     else:
         p = _from_frame(_read_frame(path, fmt, role), path, role, index_col)
     if p.values.size == 0:
@@ -457,6 +509,28 @@ def check_outputs(outputs: dict, # {role: path} of the files to write, e.g. {"OU
         if not p.resolve().parent.is_dir():
             raise ValueError(f"{role} {str(out)!r}: folder {str(p.parent)!r} does not exist.")
 
+# %% ../nbs/13a_io.ipynb #57e10242
+_LAYOUT = b"predictability.layout "
+
+def save_layout(path, # a model file written by `Combiner.save` (a .npz archive)
+                layout: dict, # plain JSON values, e.g. {"index_col": "id"}
+               ):
+    "Keep `layout` in the archive comment of the model file `path`; its members are not touched."
+    import json, zipfile
+    with zipfile.ZipFile(path, "a") as z:
+        z.comment = _LAYOUT + json.dumps(layout).encode()
+
+def read_layout(path, # a model file
+               ) -> dict: # what `save_layout` kept, or {} (none, or not an archive)
+    "The layout kept with a model file by `save_layout`; {} when there is none."
+    import json, zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            c = z.comment
+        return json.loads(c[len(_LAYOUT):]) if c.startswith(_LAYOUT) else {}
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return {}
+
 # %% ../nbs/13a_io.ipynb #e95dd458
 CHUNKED_FORMATS = {**FORMATS, ".zarr": "zarr"}
 CHUNK_BYTES = 128 * 2 ** 20   # Dask's default chunk size (its `array.chunk-size`)
@@ -514,6 +588,7 @@ def _parquet_files(path, role: str) -> list:
 # %% ../nbs/13a_io.ipynb #4371abde
 def _parquet_labels(schema, index_col, role: str, path):
     "(the label column or None, its name, a range index's (start, step) or None) from pandas' metadata or `index_col`."
+    import pyarrow as pa
     if index_col is not None:
         if index_col not in schema.names:
             raise ValueError(f"{role} {str(path)!r} has no column {index_col!r} (--index-col); its columns: {schema.names}.")
@@ -523,8 +598,11 @@ def _parquet_labels(schema, index_col, role: str, path):
     if len(ix) > 1:
         raise ValueError(f"{role} {str(path)!r} has {len(ix)} index levels; write one (df.reset_index()) and name it "
                          "with --index-col.")
-    if not ix:
-        return None, None, None
+    if not ix or (isinstance(ix[0], dict) and (ix[0]["start"], ix[0]["step"], ix[0].get("name")) == (0, 1, None)):
+        f = schema.field(0)                           # no labels of pandas: text, or an id over whole numbers, first
+        lab = len(schema.names) > 1 and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or (
+            pa.types.is_integer(f.type) and bool(_ID_NAME.fullmatch(f.name))))
+        return (f.name, f.name, None) if lab else (None, None, None)
     if isinstance(ix[0], dict):                       # a RangeIndex, kept as metadata: its labels follow the rows
         r = ix[0]
         return None, r.get("name"), None if (r["start"], r["step"], r.get("name")) == (0, 1, None) else (r["start"], r["step"])
@@ -532,11 +610,22 @@ def _parquet_labels(schema, index_col, role: str, path):
     return ix[0], name, None
 
 # %% ../nbs/13a_io.ipynb #5f673683
+def _part(read, f, role: str, path, *args, **kw):
+    "`read(f, ...)` of one Parquet part, its failure a ValueError naming `role`, the folder and the part."
+    try:
+        return read(f, *args, **kw)
+    except (OSError, ValueError, ImportError) as e:
+        if isinstance(e, (FileNotFoundError, ImportError)):
+            raise
+        where = f", part {Path(f).name!r}" if Path(path).is_dir() else ""
+        raise ValueError(f"{role} {str(path)!r}{where} is not a readable Parquet file ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())}); write it again, or remove it.") from None
+
 def _parquet_layout(files, role: str, path, index_col=None):
     "(value columns, label column, its name, range, row groups [(file, group, first row, rows)]), every part checked."
     import pyarrow as pa
     import pyarrow.parquet as pq
-    schema = pq.read_schema(files[0])
+    schema = _part(pq.read_schema, files[0], role, path)
     label, name, rng = _parquet_labels(schema, index_col, role, path)
     cols = [c for c in schema.names if c != label]
     bad = [c for c in cols if not any(t(schema.field(c).type) for t in (pa.types.is_integer, pa.types.is_floating,
@@ -546,7 +635,7 @@ def _parquet_layout(files, role: str, path, index_col=None):
                          "predictor files hold numbers.")
     groups, start = [], 0
     for f in files:
-        md = pq.read_metadata(f)
+        md = _part(pq.read_metadata, f, role, path)
         if not md.schema.to_arrow_schema().remove_metadata().equals(schema.remove_metadata()):
             raise ValueError(f"{role} {str(path)!r}: part {f.name!r} has other columns or types than {files[0].name!r}; "
                              "every part needs the same columns.")
@@ -556,19 +645,34 @@ def _parquet_layout(files, role: str, path, index_col=None):
     return cols, label, name, rng, groups
 
 # %% ../nbs/13a_io.ipynb #fa6ba858
-def _read_rows(groups, s: int, e: int, cols: list, label, rng):
-    "Rows s:e of a Parquet layout: (values float64 (e - s, K), labels or None); a missing value becomes NaN."
+def _refuse_missing(values, s: int, groups, cols: list, role: str, path):
+    "ValueError naming the part, the data row (from 1) and the column of the first missing or infinite value of rows s:..."
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        f = next(f for f, _, start, n in groups if start <= s + i < start + n)
+        where = f", part {Path(f).name!r}" if Path(path).is_dir() else ""
+        raise ValueError(f"{role} {str(path)!r}{where}: column {cols[j]!r} has a missing or infinite value in data row "
+                         f"{s + i + 1} ({int(bad.sum())} in rows {s + 1}-{s + len(values)}); every point needs a value: "
+                         "fill it in, or drop that row from every file.")
+
+def _read_rows(groups, s: int, e: int, cols: list, label, rng, where=None):
+    """Rows s:e of a Parquet layout: (values float64 (e - s, K), labels or None); a missing value becomes NaN, or with
+    `where` (role, path) a ValueError naming the part, the row and the column, as is a part that fails to read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     parts, first = [], []
     for f, g, start, n in groups:
         if start < e and start + n > s:
-            t = pq.ParquetFile(f).read_row_group(g, columns=cols + ([label] if label else []))
+            t = _part(lambda f_: pq.ParquetFile(f_).read_row_group(g, columns=cols + ([label] if label else [])), f,
+                      *(where or ("file", f)))
             lo = max(s - start, 0)
             parts.append(t.slice(lo, min(e - start, n) - lo))
             first.append(start + lo)
     t = pa.concat_tables(parts)
     values = t.select(cols).to_pandas(ignore_metadata=True).to_numpy(dtype=np.float64, na_value=np.nan)
+    if where is not None:
+        _refuse_missing(values, s, groups, cols, *where)
     if label:
         return values, t.column(label).to_pandas().to_numpy(dtype=object)
     if rng:                                           # a RangeIndex's labels: start + step * row
@@ -581,7 +685,7 @@ def _chunk_bounds(n: int, rows: int) -> list:
     return [(s, min(s + rows, n)) for s in range(0, n, rows)]
 
 # %% ../nbs/13a_io.ipynb #1585b1e6
-def _from_parquet(path, role: str, chunk_rows, index_col) -> Chunked:
+def _from_parquet(path, role: str, chunk_rows, index_col, finite: bool = False) -> Chunked:
     import dask
     import dask.array as da
     cols, label, name, rng, groups = _parquet_layout(_parquet_files(path, role), role, path, index_col)
@@ -592,7 +696,7 @@ def _from_parquet(path, role: str, chunk_rows, index_col) -> Chunked:
     vals, labs = [], []
     for s, e in _chunk_bounds(n, rows):
         d = dask.delayed(_read_rows, pure=True, nout=2)([g for g in groups if g[2] < e and g[2] + g[3] > s], s, e,
-                                                         cols, label, rng)
+                                                         cols, label, rng, (role, str(path)) if finite else None)
         vals.append(da.from_delayed(d[0], (e - s, len(cols)), np.float64))
         labs.append(da.from_delayed(d[1], (e - s,), object))
     labels = da.concatenate(labs) if (label or rng) else None
@@ -620,6 +724,7 @@ def read_chunked(path, # a Parquet file, a folder of Parquet parts, or a Zarr ar
                  role: str = "file", # how error messages name it, e.g. "X"
                  chunk_rows: int | None = None, # rows per chunk; None: about `CHUNK_BYTES` of float64
                  index_col: str | None = None, # Parquet: the column holding the row labels; None: pandas' index
+                 finite: bool = False, # Parquet: refuse a missing or infinite value, naming its part, row and column
                 ) -> Chunked: # lazy values, names, labels
     "Predictors as row chunks of a Dask array, lazily, every chunk's length known without reading it; rows in file order."
     fmt = chunked_format(path, role)
@@ -627,7 +732,7 @@ def read_chunked(path, # a Parquet file, a folder of Parquet parts, or a Zarr ar
     if fmt == "zarr" and index_col is not None:
         raise ValueError(f"{role} {str(path)!r}: a Zarr array has no named columns (--index-col {index_col!r}).")
     if fmt == "parquet":
-        return _from_parquet(path, role, chunk_rows, index_col)
+        return _from_parquet(path, role, chunk_rows, index_col, finite)
     if fmt == "zarr":
         if not Path(path).exists():
             raise FileNotFoundError(f"{role} {str(path)!r}: no such folder.")
@@ -666,6 +771,26 @@ def pair_chunked(a: Chunked, # the first file in row chunks (`read_chunked`), e.
         args += [a.labels[:, None], b.labels.rechunk(rows)[:, None]]
     return da.map_blocks(_pair_block, *args, roles=roles, chunks=(rows, (ka + kb,)), dtype=np.float64)
 
+
+# %% ../nbs/13a_io.ipynb #69253427
+_JOINED_COLUMN = re.compile(r"`X`( contains NaN or infinite value\(s\) \(first in row (\d+)| column)[, ]*column (\d+)|`X` column (\d+)")
+
+def joined_error(e: Exception, # an error of a fit of the joined matrix
+                 files: list, # [(role, path, column names or None, number of columns)] in the matrix's order
+                ) -> Exception: # a ValueError naming the file and its column, or `e` itself when it names no column
+    "An error that names a column of the joined matrix, said of the file and column the user gave."
+    m = _JOINED_COLUMN.search(str(e))
+    if m is None:
+        return e
+    k = int(m.group(3) or m.group(4))
+    for role, path, names, width in files:
+        if k < width:
+            col = repr(names[k]) if names else f"{k + 1} (from 1)"
+            what = (f"a missing or infinite value (first in data row {int(m.group(2)) + 1})" if m.group(2) else
+                    "the same value in every row: it carries no information; remove it")
+            return ValueError(f"{role} {str(path)!r}: column {col} has {what}.")
+        k -= width
+    return e
 
 # %% ../nbs/13a_io.ipynb #64391fcd
 def _write_part(values, labels, names, index_name, path) -> int:

@@ -273,9 +273,9 @@ def test_cli_speaks_cli(tmp_path, files):
     r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST)
     assert r.returncode == 0 and r.stderr == "" and r.stdout.count("\n") == 1 and "chosen for" not in r.stdout, r
     assert "changed 'score' by" in r.stdout and str(tmp_path / "o.csv") in r.stdout, r.stdout
-    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST, "--verbose")
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "ov.csv", *FAST, "--verbose")
     assert r.returncode == 0 and r.stdout.count("\n") == 6 and "--n-iter 2 given" in r.stdout, r.stdout
-    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "o.csv", *FAST, "--quiet")
+    r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / "oq.csv", *FAST, "--quiet")
     assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r
     np.save(tmp_path / "noise.npy", np.random.default_rng(3).normal(size=(80, 3)))
     r = _cli("combine", d / "target.csv", tmp_path / "noise.npy", "-o", tmp_path / "u.csv")
@@ -292,7 +292,7 @@ def test_cli_speaks_cli(tmp_path, files):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
 def test_ctrl_c_at_any_moment(tmp_path):
-    "SIGINT while the libraries load, while reading, while computing: one line, exit 130, the earlier OUT intact."
+    "SIGINT while the libraries load, while reading, while computing: one line, exit 130, no OUT and no half-written file."
     import signal
     import time
     rng = np.random.default_rng(0)
@@ -300,9 +300,8 @@ def test_ctrl_c_at_any_moment(tmp_path):
     pd.DataFrame({"score": np.tanh(G[:, 0] * G[:, 1]) + G[:, 2] + 0.5 * rng.normal(size=3000)}).to_csv(
         tmp_path / "t.csv", index=False)
     pd.DataFrame(G).to_csv(tmp_path / "r.csv", index=False)
-    out = tmp_path / "o.csv"
     for delay in (0.5, 1.0, 2.0, 3.5):    # Python's own start-up (site's .pth files) comes first and is not ours
-        out.write_text("an earlier result\n")
+        out = tmp_path / f"o{delay}.csv"   # a new file: combine never replaces one, as fit and apply
         p = subprocess.Popen([sys.executable, "-m", "predictability.cli", "combine", tmp_path / "t.csv",
                               tmp_path / "r.csv", "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
@@ -313,7 +312,7 @@ def test_ctrl_c_at_any_moment(tmp_path):
             assert pd.read_csv(out).shape == (3000, 1)
             continue
         assert p.returncode == 130 and stderr.endswith("interrupted\n") and stderr.count("\n") == 1, (delay, p.returncode, stderr)
-        assert out.read_text() == "an earlier result\n"
+        assert not out.exists()
         assert [f.name for f in tmp_path.iterdir() if f.name.startswith(".")] == []     # no half-written file
 
 
@@ -414,3 +413,166 @@ def test_combine_in_chunks_on_local_workers(tmp_path):
     out, want = pd.read_parquet(tmp_path / "out.parquet"), pd.read_csv(tmp_path / "mem.csv")["score"].to_numpy()
     assert list(out.index) == list(ids)
     np.testing.assert_allclose(out["score"].to_numpy(), want, rtol=0, atol=1e-9 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("bad, says", [('"1,234.5"', "thousands separators"), ("0x1p-3", "hexadecimal"),
+                                       ("oops", "--index-col")])
+def test_one_bad_cell_never_drops_a_column(tmp_path, files, bad, says):
+    "One malformed cell in the first column of REFERENCES: an error naming the file, line, column and value, not an index."
+    d, _, G = files
+    lines = (d / "refs.csv").read_text().splitlines()
+    lines[6] = bad + "," + lines[6].split(",", 1)[1]          # file line 7
+    (tmp_path / "r.csv").write_text("\n".join(lines) + "\n")
+    r = _cli("combine", d / "target.csv", tmp_path / "r.csv", "-o", tmp_path / "o.csv", *FAST)
+    _one_error_line(r, f"REFERENCES '{tmp_path / 'r.csv'}', line 7, column 'a': {bad.strip(chr(34))!r} is not numeric", says)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_id_column_in_one_file(tmp_path, files):
+    "An integer `id` column in `fit X` and `combine X`: kept apart, written back unchanged, remembered by the model."
+    d, f0, G = files
+    ids = np.arange(456270, 456350)[::-1]
+    X = pd.DataFrame({"id": ids, "score": f0, "ref_a": G[:, 0], "ref_b": G[:, 1], "ref_c": G[:, 2]})
+    X.to_csv(tmp_path / "x.csv", index=False)
+    r = _cli("fit", tmp_path / "x.csv", "--targets", "score", "-o", tmp_path / "m.npz", *FAST)
+    assert r.returncode == 0 and "'score' from 'ref_a', 'ref_b', 'ref_c'" in r.stdout and "'id'" not in r.stdout, r
+    r = _cli("apply", tmp_path / "m.npz", tmp_path / "x.csv", "-o", tmp_path / "a.csv")     # no --index-col
+    assert r.returncode == 0, r.stderr
+    a = pd.read_csv(tmp_path / "a.csv")
+    assert list(a.columns) == ["id", "score"] and (a["id"].to_numpy() == ids).all()
+    from predictability import combine
+    np.testing.assert_allclose(a["score"].to_numpy(), combine(f0, G, n_iter=2, n_basis=30).prediction, rtol=0, atol=1e-12)
+    # a key under another name, given with --index-col at fit: remembered, so apply reads the same layout
+    X.rename(columns={"id": "batch"}).to_csv(tmp_path / "b.csv", index=False)
+    assert _cli("fit", tmp_path / "b.csv", "--index-col", "batch", "-o", tmp_path / "mb.npz", *FAST).returncode == 0
+    r = _cli("apply", tmp_path / "mb.npz", tmp_path / "b.csv", "-o", tmp_path / "ab.csv")
+    assert r.returncode == 0 and list(pd.read_csv(tmp_path / "ab.csv").columns) == ["batch", "score"], r.stderr
+    # combine of one file, every column jointly: the ids are not denoised, they come back as written
+    r = _cli("combine", tmp_path / "x.csv", "-o", tmp_path / "o.csv", *FAST)
+    assert r.returncode == 0 and "'id'" not in r.stdout and "'score' by" in r.stdout, r
+    o = pd.read_csv(tmp_path / "o.csv", dtype=str)
+    assert list(o.columns) == list(X.columns) and (o["id"] == pd.Series(ids).astype(str)).all()
+
+
+@pytest.mark.parametrize("role", ["TARGET", "REFERENCES"])
+def test_npy_structured_or_0d(tmp_path, files, role):
+    "A structured-dtype or 0-d .npy: an error naming the file and its role, never a TypeError."
+    d, f0, G = files
+    np.save(tmp_path / "t.npy", f0); np.save(tmp_path / "r.npy", G)
+    for bad, says in [(np.zeros(80, dtype=[("a", float), ("b", float)]), "structured array"), (np.array(2.0), "0-d")]:
+        path = tmp_path / ("t.npy" if role == "TARGET" else "r.npy")
+        np.save(tmp_path / "bad.npy", bad)
+        argv = [tmp_path / "bad.npy", tmp_path / "r.npy"] if role == "TARGET" else [tmp_path / "t.npy", tmp_path / "bad.npy"]
+        r = _cli("combine", *argv, "-o", tmp_path / "o.npy", *FAST)
+        _one_error_line(r, f"{role} '{tmp_path / 'bad.npy'}' holds", says)
+        assert "TypeError" not in r.stderr and path.exists()
+
+
+def test_apply_names_the_model_when_transforming_fails(tmp_path, files):
+    "A model file that loads but cannot transform (its header's column order changed): one line naming MODEL and X."
+    import json
+    d, f0, G = files
+    X = pd.DataFrame(np.c_[f0, G], columns=["score", "a", "b", "c"])
+    X.to_csv(tmp_path / "x.csv", index=False)
+    assert _cli("fit", tmp_path / "x.csv", "-o", tmp_path / "m.npz", "--method", "lpc", "--n-iter", "2").returncode == 0
+    with np.load(tmp_path / "m.npz") as z:
+        head = json.loads(str(z["header"])); head["columns"] = [0, 1, 2, 7]
+        np.savez(tmp_path / "bad.npz", **{**{k: z[k] for k in z.files}, "header": np.array(json.dumps(head))})
+    r = _cli("apply", tmp_path / "bad.npz", tmp_path / "x.csv", "-o", tmp_path / "o.csv")
+    _one_error_line(r, f"MODEL '{tmp_path / 'bad.npz'}'")
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dask") is None, reason="the dask extra not installed")
+def test_combine_in_chunks_names_the_file_part_and_column(tmp_path, files):
+    "A NaN or a constant column in a REFERENCES folder, a corrupt part: named by role, part and the user's column."
+    d, f0, G = files
+    pd.DataFrame({"score": f0}).to_parquet(tmp_path / "t.parquet")
+    def refs(name, A):
+        (tmp_path / name).mkdir()
+        for k in range(2):
+            pd.DataFrame(A[40 * k:40 * (k + 1)], columns=["a", "b", "c"]).to_parquet(tmp_path / name / f"part.{k}.parquet")
+        return tmp_path / name
+    nan, const = G.copy(), G.copy()
+    nan[50, 1] = np.nan
+    const[:, 2] = 1.5
+    for folder, says in [(refs("nan", nan), ["part 'part.1.parquet'", "column 'b'", "data row 51"]),
+                         (refs("const", const), ["column 'c'", "same value in every row"])]:
+        r = _cli("combine", tmp_path / "t.parquet", folder, "-o", tmp_path / "o.parquet", "--chunk-rows", "30", *FAST)
+        _one_error_line(r, f"REFERENCES '{folder}'", *says)
+    bad = refs("bad", G)
+    (bad / "part.1.parquet").write_bytes(b"PAR1 this is not Parquet")
+    r = _cli("combine", tmp_path / "t.parquet", bad, "-o", tmp_path / "o.parquet", "--chunk-rows", "30", *FAST)
+    _one_error_line(r, f"REFERENCES '{bad}', part 'part.1.parquet' is not a readable Parquet file")
+    assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="the dask extra not installed")
+def test_scheduler_that_is_not_dask(tmp_path):
+    "--scheduler at a port that accepts but never answers, or answers HTTP: one line naming --scheduler, no hang; a real one works."
+    import socket
+    import threading
+    from distributed import LocalCluster
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame(rng.normal(size=(120, 3)), columns=["score", "a", "b"])
+    X["score"] += X["a"]
+    X.to_parquet(tmp_path / "X.parquet")
+    def listen(reply):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0)); s.listen(4)
+        def serve():
+            while True:
+                c, _ = s.accept()
+                if reply:
+                    c.recv(4096); c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        threading.Thread(target=serve, daemon=True).start()
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    for addr in (listen(False), listen(True)):
+        r = _run([sys.executable, "-m", "predictability.cli", "fit", tmp_path / "X.parquet", "-o", tmp_path / "m.npz",
+                  "--scheduler", addr], timeout=150)
+        _one_error_line(r, f"--scheduler '{addr}': no Dask scheduler answered there")
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        r = _cli("fit", tmp_path / "X.parquet", "-o", tmp_path / "m.npz", "--scheduler", cluster.scheduler_address,
+                 "--no-joint", "--noise", "0.2", "--kernel-scale", "0.3", "--n-iter", "1", "--n-basis", "20")
+    assert r.returncode == 0 and "fitted npc on 120 rows" in r.stdout, r
+
+
+@pytest.mark.skipif(sys.platform == "win32" or importlib.util.find_spec("distributed") is None, reason="SIGINT, dask")
+@pytest.mark.parametrize("delay", [0.0, 4.0])
+def test_ctrl_c_with_workers(tmp_path, delay):
+    "Ctrl-C at a terminal (SIGINT to the whole process group) with --workers 2: exit 130, one line, no worker traceback."
+    import os
+    import signal
+    import time
+    import psutil
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(3000, 4))
+    pd.DataFrame(np.c_[np.tanh(G[:, 0] * G[:, 1]) + G[:, 2], G], columns=["score", *"abcd"]).to_parquet(tmp_path / "X.parquet")
+    p = subprocess.Popen([sys.executable, "-m", "predictability.cli", "fit", tmp_path / "X.parquet", "-o", tmp_path / "m.npz",
+                          "--workers", "2", "--chunk-rows", "500"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    start = time.monotonic()
+    while time.monotonic() - start < 120 and p.poll() is None:     # until the workers' processes exist
+        if sum("multiprocessing-fork" in " ".join(c.cmdline()) for c in psutil.Process(p.pid).children(recursive=True)) >= 2:
+            break
+        time.sleep(0.1)
+    time.sleep(delay)
+    os.killpg(p.pid, signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    if "wrote" in stdout:                  # finished first
+        return
+    assert p.returncode == 130 and stderr == "predictability fit: interrupted\n", (p.returncode, stderr)
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_combine_never_overwrites(tmp_path, files):
+    "combine refuses an existing OUT or --relevance, as fit and apply do; the file is left as it was."
+    d, _, _ = files
+    for out, rel in [("o.csv", None), ("o.parquet", None), ("new.csv", "rel.csv")]:
+        taken = tmp_path / (rel or out)
+        taken.write_text("mine\n")
+        extra = ["--relevance", tmp_path / rel] if rel else []
+        r = _cli("combine", d / "target.csv", d / "refs.csv", "-o", tmp_path / out, *extra, *FAST)
+        _one_error_line(r, f"'{taken}' exists; refusing to overwrite it")
+        assert taken.read_text() == "mine\n" and not (tmp_path / "new.csv").exists()
