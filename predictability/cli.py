@@ -675,6 +675,10 @@ def _replaying(args):
         raise ValueError(f"MODEL {str(args.model)!r} failed on X {str(args.x)!r} ({_one_line(e)}); if the model "
                          "file was changed since `fit` wrote it, fit it again.") from None
 
+def _written(out):
+    "One target: a vector, as `combine` writes it (the estimator's `transform` gives (N, 1), scikit-learn's shape)."
+    return out[:, 0] if out.ndim == 2 and out.shape[1] == 1 else out
+
 def _target_names(model, names) -> list | None:
     "The names of the model's target column(s) in X (`names`: X's column names, or None)."
     return [names[j] for j in model.columns_[:len(model.target_names_)]] if names else None
@@ -685,7 +689,7 @@ def _apply_in_memory(args, model, fmt: str) -> tuple:
     p = _read_complete(args.x, "X", args)
     _check_columns(model, p, args.x)
     with _replaying(args):
-        out = model.transform(p.values)              # row by row: row i of `out` is row i of X's
+        out = _written(model.transform(p.values))           # row by row: row i of `out` is row i of X's
     names = _target_names(model, p.names)
     write_predictors(args.out, out, names, fmt, index=p.index, **_csv_style(args, args.x, "X", fmt))
     return names, len(out)
@@ -700,7 +704,7 @@ def _apply_in_chunks(args, model, fmt: str) -> tuple:
     _check_columns(model, c, args.x)
     names = _target_names(model, c.names)
     with _dask_client(args), _replaying(args):
-        write_chunked(args.out, model.transform(c.values), names, fmt, labels=c.labels, index_name=c.index_name)
+        write_chunked(args.out, _written(model.transform(c.values)), names, fmt, labels=c.labels, index_name=c.index_name)
     return names, c.values.shape[0]
 
 # %% ../nbs/13_cli.ipynb #b44bbc31
@@ -756,7 +760,7 @@ def _combine_in_chunks(args, by: str, fmt: str, rel_fmt) -> int:
         except ValueError as e:                      # `X` column 3 -> REFERENCES 'r.parquet': column 'b'
             raise joined_error(e, [("TARGET", args.target, t.names, h), ("REFERENCES", args.references, r.names,
                                                                             k - h)]) from None
-        write_chunked(args.out, model.transform(X), t.names, fmt, labels=t.labels, index_name=t.index_name)
+        write_chunked(args.out, _written(model.transform(X)), t.names, fmt, labels=t.labels, index_name=t.index_name)
     if rel_fmt:
         write_table(args.relevance, relevance_table(model.relevance_, t.names, r.names), rel_fmt,
                     index=model.relevance_.ndim == 2)

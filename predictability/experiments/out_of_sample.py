@@ -43,9 +43,9 @@ def _fit_held(X, fit, held) -> tuple:
     "A `Combiner` (label-free defaults) fitted on rows `fit` of `X`: itself, its output there and at rows `held`, the times."
     t0 = time.perf_counter()
     cb = Combiner()
-    own = cb.fit_transform(X[fit])                 # `combine` on the sample's rows
+    own = cb.fit_transform(X[fit])[:, 0]           # `combine` on the sample's rows (one target: column 0)
     t1 = time.perf_counter()
-    return cb, own, cb.transform(X[held]), t1 - t0, time.perf_counter() - t1
+    return cb, own, cb.transform(X[held])[:, 0], t1 - t0, time.perf_counter() - t1
 
 # %% ../../nbs/experiments/06_out_of_sample.ipynb #34d1ba96
 def measure_split(f, G, y,                       # one case: target (N,), references (N, R), truth (N,)
