@@ -6,7 +6,7 @@
 __all__ = ['TOP_STEPS', 'TOP_RTOL', 'ArrayOps', 'NumPyOps', 'batched_sweep', 'CuPyOps', 'column_sweeps', 'sweep_ops',
            'BatchedColumns']
 
-# %% ../nbs/09a_batched.ipynb #f6201cc7
+# %% ../nbs/09a_batched.ipynb #8f48b48b
 import contextlib
 import contextvars
 import math
@@ -19,7 +19,7 @@ from .blocks import _check_block_rows, _check_threads, _chunks, _gauss_rows, _it
 from .core import jit, one_blas_thread
 from .kstats import BASIS_JITTER, CPUBackend, CUDABackend, whiten
 from .methods import NPC
-from .nystrom import _top_eigvec
+from .nystrom import KernelSpan, _top_eigvec
 
 # %% ../nbs/09a_batched.ipynb #29c5686f
 class ArrayOps:
@@ -283,7 +283,7 @@ def _ranges(ops, N, rows):
         return lambda work: _iter_chunks(work, ch)
     return lambda work: (work(0, N),)
 
-# %% ../nbs/09a_batched.ipynb #f7a96670
+# %% ../nbs/09a_batched.ipynb #a3a63d53
 def _group_step(ops, H, HB, S2, cols, noise, lam, stored, rows, jitter):
     "The updates (C, N) of the columns `cols` from `H`, each `npc_update`'s (arrays of the namespace)."
     xp, N = ops.xp, H.shape[0]
@@ -301,28 +301,33 @@ def _group_step(ops, H, HB, S2, cols, noise, lam, stored, rows, jitter):
     u, e0 = ops.small(KBB, 0.5 * (Mc + Mc.transpose(0, 2, 1)), ks, kf, noise, lam, N, jitter)
     Ku = xp.empty((len(cols), N))
     list(chunks(lambda lo, hi: _block_map(ops, H, W, xxT, bb, u, lo, hi, rows, K, Ku)))
-    return _finish(ops, F[:, :, 0], e0, Ku, lam)
+    return _finish(ops, F[:, :, 0], e0, u, Ku, lam)
 
-# %% ../nbs/09a_batched.ipynb #71fe781e
-def _finish(ops, fbar, e0, Ku, lam):
-    "$e_0\\overline{\\mathbf f}+\\sqrt{\\lambda_J}(K\\mathbf u-\\overline{K\\mathbf u})$ normalised and oriented, per column (`npc_update`)."
-    xp = ops.xp
-    f = e0[:, None] * fbar + math.sqrt(lam) * (Ku - Ku.mean(axis=1, keepdims=True))
+# %% ../nbs/09a_batched.ipynb #7dcb45e2
+def _finish(ops, fbar, e0, u, Ku, lam):
+    """$e_0\\overline{\\mathbf f}+\\sqrt{\\lambda_J}(K\\mathbf u-\\overline{K\\mathbf u})$ normalised and oriented, per column
+    (`npc_update`); and the updates as functions of a row, $(a, \\mathbf u, c)$ of `KernelSpan`, on the host."""
+    xp, sl = ops.xp, math.sqrt(lam)
+    mean = Ku.mean(axis=1)
+    f = e0[:, None] * fbar + sl * (Ku - mean[:, None])
     nf = xp.linalg.norm(f, axis=1)
     if not bool(xp.all(xp.isfinite(nf) & (nf > 0))):
         raise FloatingPointError("NPC step produced a degenerate vector; check `noise` and the features.")
     f /= nf[:, None]
     s = xp.sign((f * fbar).sum(axis=1))
-    return f * xp.where(s == 0, 1.0, s)[:, None]
+    s = xp.where(s == 0, 1.0, s)
+    span = [ops.to_host(v) for v in (s * e0 / nf, (s * sl / nf)[:, None] * u, -s * sl * mean / nf)]
+    return f * s[:, None], span
 
-# %% ../nbs/09a_batched.ipynb #cc81aaf9
+# %% ../nbs/09a_batched.ipynb #ba686739
 def batched_sweep(run, # the `Run` of NPC in float64
                   Hbar: np.ndarray, # $\overline H^t$ (N, P)
                   cols, # the columns to update
                   ops: ArrayOps, # the namespace's primitives (`sweep_ops`)
                   memory_mb=None, # for the kernel: stored for as many columns as fit, else formed again; None: `ops.memory_mb(run)`
                  ) -> np.ndarray: # $\overline H^{t+1}$ (N, P)
-    "One Jacobi sweep of Algorithm 1, the columns `cols` updated together from `Hbar`, the others kept (`joint_step`'s contract)."
+    """One Jacobi sweep of Algorithm 1, the columns `cols` updated together from `Hbar`, the others kept (`joint_step`'s
+    contract); a recording run (`Run.spans`) records each update as a function of a row, as `Run.step` does."""
     cols, new = list(cols), Hbar.copy()
     if not cols:
         return new
@@ -334,9 +339,11 @@ def batched_sweep(run, # the `Run` of NPC in float64
     noise = np.array([run.plans[p].noise for p in cols], dtype=np.float64)
     for g in groups:
         cg = [cols[i] for i in g]
-        f = _group_step(ops, H, HB, xp.asarray(S2[g]), cg, xp.asarray(noise[g]), run.method.lam, stored, rows,
-                        BASIS_JITTER)
+        f, (a, u, c) = _group_step(ops, H, HB, xp.asarray(S2[g]), cg, xp.asarray(noise[g]), run.method.lam, stored,
+                                   rows, BASIS_JITTER)
         new[:, cg] = ops.to_host(f).T
+        for i, p in enumerate(cg if run.spans is not None else ()):
+            run.record(p, KernelSpan(a[i], u[i], c[i], run.backend.precision, "float64"), Hbar)
     return new
 
 # %% ../nbs/09a_batched.ipynb #a9cf03a5
@@ -378,7 +385,7 @@ def _cupy_ops():
             return None
         raise
 
-# %% ../nbs/09a_batched.ipynb #681353fe
+# %% ../nbs/09a_batched.ipynb #63273c3a
 _COLUMNS = contextvars.ContextVar("predictability_column_sweeps", default=False)
 
 @contextlib.contextmanager
@@ -393,7 +400,7 @@ def column_sweeps():
 def sweep_ops(run, # a `Run`
              ) -> ArrayOps | None: # the batched primitives for its sweeps, or None: the column-at-a-time path
     "The batched sweep's primitives for `run`, chosen by the types of its method and back end (see above)."
-    if _COLUMNS.get() or run.spans is not None or not isinstance(run.method, NPC):
+    if _COLUMNS.get() or not isinstance(run.method, NPC):
         return None
     kind = type(run.backend)
     if kind is CPUBackend:
