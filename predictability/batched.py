@@ -407,7 +407,7 @@ def sweep_ops(run, # a `Run`
         return NumPyOps(run.backend.n_threads)
     return _cupy_ops() if kind is CUDABackend else None
 
-# %% ../nbs/09a_batched.ipynb #fbe7bf42
+# %% ../nbs/09a_batched.ipynb #54fb0c97
 class BatchedColumns:
     "The column map whose sweeps are batched (`batched_sweep`); its fixed runs are those of `columns`."
     keeps = False       # every sweep forms every column's statistics: none are kept between sweeps (`Run.keep`)
@@ -416,10 +416,13 @@ class BatchedColumns:
         self.ops, self.columns = ops, columns
 
     def sweep(self, run, Hbar, cols, first):
-        if first:
-            for p in cols:
-                run.plans[p].take("stats")   # the label-free choice's statistics: formed again with the others
-        return batched_sweep(run, Hbar, cols, self.ops)
+        """`joint_step`'s sweep: on the first, a column whose label-free choice formed its statistics takes its step
+        from them (`Run.step`: no pass over N); every other column batched."""
+        own = [p for p in cols if first and run.plans[p].stats is not None]
+        new = batched_sweep(run, Hbar, [p for p in cols if p not in own], self.ops)
+        for p in own:
+            new[:, p] = run.step(p, Hbar, first=True)
+        return new
 
     def fixed(self, run, H0, cols, done):
         return self.columns.fixed(run, H0, cols, done)
