@@ -6,7 +6,7 @@
 __all__ = ['TOP_STEPS', 'TOP_RTOL', 'ArrayOps', 'NumPyOps', 'batched_sweep', 'CuPyOps', 'column_sweeps', 'sweep_ops',
            'BatchedColumns']
 
-# %% ../nbs/09a_batched.ipynb #8f48b48b
+# %% ../nbs/09a_batched.ipynb #0a80df90
 import contextlib
 import contextvars
 import math
@@ -15,13 +15,13 @@ import os
 import numpy as np
 from scipy import linalg
 
-from .blocks import _check_block_rows, _check_threads, _chunks, _gauss_rows, _iter_chunks, _run_chunks
-from .core import jit, one_blas_thread
+from .blocks import (_DIRECT_MAX_D, _check_block_rows, _check_threads, _chunks, _gauss_rows,
+                                   _gauss_rows_direct, _iter_chunks, _run_chunks, _sqnorms)
 from .kstats import BASIS_JITTER, CPUBackend, CUDABackend, whiten
 from .methods import NPC
-from .nystrom import KernelSpan, _top_eigvec
+from .nystrom import KernelSpan
 
-# %% ../nbs/09a_batched.ipynb #29c5686f
+# %% ../nbs/09a_batched.ipynb #bdf51c9e
 class ArrayOps:
     """The batched primitives of the sweep over an array namespace `xp` whose `linalg` takes stacked arrays (NumPy's,
     CuPy's): $K_{BB}+\delta\bar\kappa I$ whitened by its Cholesky factor (no pivots: the same step, see above),
@@ -42,23 +42,33 @@ class ArrayOps:
         return self.xp.exp(A, out=A)
     def block_rows(self, N, n, g, block_bytes): return block_bytes // (8 * n * g)   # rows of a block of g columns
 
-    def block_sums(self, Hb, W, xxb, bb, c, Fb, K, Mt, KF, scratch):
-        """Mt += $\\tilde K_b^\\top\\tilde K_b$, KF += $\\tilde K_b^\\top F_b$ for every column of a row block, $\\tilde K_b=K_b-\\mathbf 1\\mathbf c^\\top$;
-        $K_b$ into `K` (C, m, n) when it is stored: one batched GEMM, one elementwise pass, a batched syrk."""
-        xp, shape = self.xp, (W.shape[0], Hb.shape[0], W.shape[2])
-        A = _buffer(xp, scratch, "A", shape) if K is None else K
-        self.gauss(xp.matmul(Hb[None], W, out=A), xxb, bb)
+    def kernel_block(self, ker, s, e, A):
+        """A (C, m, n) = the kernel of rows s:e for every column: the cross terms by one batched GEMM and the
+        elementwise pass; or, where every column has at most `_DIRECT_MAX_D` features (as the column path's
+        `_kernel_block` chooses), the squared differences per reference and one GEMM with the squared scales, which
+        does not cancel."""
+        xp, Hb = self.xp, ker.H[s:e]
+        if not ker.direct.all():
+            return self.gauss(xp.matmul(Hb[None], ker.W, out=A), ker.xxT[:, s:e], ker.bb)
+        D2 = (Hb.T[:, :, None] - ker.HB.T[:, None, :]) ** 2                     # (P, m, n)
+        A[...] = xp.matmul(ker.S2, D2.reshape(D2.shape[0], -1)).reshape(A.shape)
+        A *= -0.5                                                               # the pass forms exp(-(0 + 0 - 2A))
+        return self.gauss(A, xp.zeros(A.shape[:2]), xp.zeros((A.shape[0], A.shape[2])))
+
+    def block_sums(self, ker, s, e, c, Fb, K, Mt, KF, scratch):
+        """Mt += $\\tilde K_b^\\top\\tilde K_b$, KF += $\\tilde K_b^\\top F_b$ for every column of rows s:e, $\\tilde K_b=K_b-\\mathbf 1\\mathbf c^\\top$;
+        $K_b$ into `K` (C, m, n) when it is stored: the kernel block, a batched syrk."""
+        xp, shape = self.xp, (len(ker.direct), e - s, ker.HB.shape[0])
+        A = self.kernel_block(ker, s, e, _buffer(xp, scratch, "A", shape) if K is None else K)
         Kt = xp.subtract(A, c[:, None, :], out=_buffer(xp, scratch, "shifted", shape))
         Mt += xp.matmul(Kt.transpose(0, 2, 1), Kt)
         KF += xp.matmul(Kt.transpose(0, 2, 1), Fb)
 
-    def block_map(self, Hb, W, xxb, bb, u, K, out, scratch):
-        "out (C, m) = $K_b\\mathbf u$ of every column: from the stored block `K`, or the block formed again."
-        xp = self.xp
+    def block_map(self, ker, s, e, u, K, out, scratch):
+        "out (C, m) = $K_b\\mathbf u$ of every column of rows s:e: from the stored block `K`, or the block formed again."
         if K is None:
-            shape = (W.shape[0], Hb.shape[0], W.shape[2])
-            K = self.gauss(xp.matmul(Hb[None], W, out=_buffer(xp, scratch, "A", shape)), xxb, bb)
-        out[...] = xp.matmul(K, u[:, :, None])[:, :, 0]
+            K = self.kernel_block(ker, s, e, _buffer(self.xp, scratch, "A", (len(ker.direct), e - s, ker.HB.shape[0])))
+        out[...] = self.xp.matmul(K, u[:, :, None])[:, :, 0]
 
 def _buffer(xp, scratch, name, shape):
     "A work array of `shape`: a view of the one kept under `name` in `scratch` (a row chunk's), made there once."
@@ -139,7 +149,12 @@ ArrayOps.psi = lambda self, W, V: self.solve_lower(W, V, trans=True)     # Psi V
 ArrayOps.congruence, ArrayOps.top = _congruence, _top
 ArrayOps.small = lambda self, *args: _small_step(self, *args)            # the N'-sized step of every column (below)
 
-# %% ../nbs/09a_batched.ipynb #dfb09c9e
+# %% ../nbs/09a_batched.ipynb #0035bb8f
+def _top_pair(S):
+    "The top eigenvector of a symmetric `S` by LAPACK `syevr` (that pair only), $e_0\\ge0$: `nystrom`'s step's own call."
+    e = linalg.eigh(S, subset_by_index=[S.shape[0] - 1, S.shape[0] - 1], check_finite=False)[1][:, 0]
+    return -e if e[0] < 0 else e
+
 class NumPyOps(ArrayOps):
     """The CPU: the package's own pivoted whitening (`whiten`) and top pair (`syevr`) per column, which NumPy's
     `linalg` lacks stacked; the column path's elementwise pass (`blocks._gauss_rows`, one read and one write of each
@@ -153,23 +168,28 @@ class NumPyOps(ArrayOps):
         return A
     def block_rows(self, N, n, g, block_bytes): return _check_block_rows(None, N, n)   # the column path's block
 
-    def block_sums(self, Hb, W, xxb, bb, c, Fb, K, Mt, KF, scratch):
+    def column_block(self, ker, k, s, e, A):
+        "A (m, n) = column k's kernel at rows s:e as the column path forms it (`_kernel_block`: its features, its choice)."
+        Xb = (ker.H[s:e] * ker.Sc[k]) / ker.rk[k]                # `_column_features`' bits (0 on the column itself)
+        if ker.direct[k]:
+            _gauss_rows_direct(Xb, ker.BT[k], A)
+        else:
+            _gauss_rows(np.matmul(Xb, ker.BT[k], out=A), _sqnorms(Xb), ker.bbk[k])
+        return A
+
+    def block_sums(self, ker, s, e, c, Fb, K, Mt, KF, scratch):
         "`ArrayOps.block_sums` column by column: each column's block formed and used while it is in cache."
-        m, n = Hb.shape[0], W.shape[2]
-        for k in range(W.shape[0]):
-            A = _buffer(np, scratch, "A", (m, n)) if K is None else K[k]
-            _gauss_rows(np.matmul(Hb, W[k], out=A), xxb[k], bb[k])
+        m, n = e - s, ker.HB.shape[0]
+        for k in range(len(ker.direct)):
+            A = self.column_block(ker, k, s, e, _buffer(np, scratch, "A", (m, n)) if K is None else K[k])
             Kt = np.subtract(A, c[k], out=_buffer(np, scratch, "shifted", (m, n)))
             Mt[k] += np.matmul(Kt.T, Kt, out=_buffer(np, scratch, "M", (n, n)))   # syrk
             KF[k] += Kt.T @ Fb[k]
 
-    def block_map(self, Hb, W, xxb, bb, u, K, out, scratch):
-        m, n = Hb.shape[0], W.shape[2]
-        for k in range(W.shape[0]):
-            if K is None:
-                A = _buffer(np, scratch, "A", (m, n))
-                _gauss_rows(np.matmul(Hb, W[k], out=A), xxb[k], bb[k])
-            out[k] = (A if K is None else K[k]) @ u[k]
+    def block_map(self, ker, s, e, u, K, out, scratch):
+        for k in range(len(ker.direct)):
+            A = self.column_block(ker, k, s, e, _buffer(np, scratch, "A", (e - s, ker.HB.shape[0]))) if K is None else K[k]
+            out[k] = A @ u[k]
     def small(self, KBB, Mc, ks, kf, noise, lam, N, jitter):
         "`_small_step` over chunks of the columns in the worker threads (LAPACK per column; a column's bits are its own)."
         parts = _run_chunks(lambda lo, hi: _small_step(self, KBB[lo:hi], Mc[lo:hi], ks[lo:hi], kf[lo:hi], noise[lo:hi],
@@ -179,7 +199,7 @@ class NumPyOps(ArrayOps):
     def psi_t(self, W, V): return np.stack([w.t(v) for w, v in zip(W, V)])
     def psi(self, W, V): return np.stack([w(v) for w, v in zip(W, V)])
     def congruence(self, W, M): return np.stack([w.congruence(m) for w, m in zip(W, M)])
-    def top(self, S): return np.stack([_top_eigvec(s)[1] for s in S])
+    def top(self, S): return np.stack([_top_pair(s) for s in S])
     def solve_lower(self, L, B, trans=False):
         return np.stack([linalg.solve_triangular(l, b, lower=True, trans="T" if trans else "N", check_finite=False)
                          for l, b in zip(L, B)])
@@ -225,22 +245,22 @@ def _small_step(ops, KBB, Mc, ks, kf, noise, lam, N, jitter):
     e = ops.top(S)
     return ops.psi(W, xp.matmul(Phi, e[:, 1:, None]))[:, :, 0], e[:, 0]
 
-# %% ../nbs/09a_batched.ipynb #a6bccf04
-def _block_sums(ops, H, W, xxT, bb, c, F, lo, hi, rows, K):
+# %% ../nbs/09a_batched.ipynb #30fd773f
+def _block_sums(ops, ker, c, F, lo, hi, rows, K):
     "(Mt, KFt) of every column over rows lo:hi, in blocks of `rows` (`ArrayOps.block_sums`); the blocks into `K` when stored."
-    xp, (C, n), scratch = ops.xp, bb.shape, {}
+    xp, (C, n), scratch = ops.xp, c.shape, {}
     Mt, KF = xp.zeros((C, n, n)), xp.zeros((C, n, F.shape[2]))
     for s in range(lo, hi, rows):
         e = min(hi, s + rows)
-        ops.block_sums(H[s:e], W, xxT[:, s:e], bb, c, F[:, s:e], None if K is None else K[:, s:e], Mt, KF, scratch)
+        ops.block_sums(ker, s, e, c, F[:, s:e], None if K is None else K[:, s:e], Mt, KF, scratch)
     return Mt, KF
 
-def _block_map(ops, H, W, xxT, bb, u, lo, hi, rows, K, out):
+def _block_map(ops, ker, u, lo, hi, rows, K, out):
     "out[:, lo:hi] = $K\\mathbf u$ of every column (`ArrayOps.block_map`)."
     scratch = {}
     for s in range(lo, hi, rows):
         e = min(hi, s + rows)
-        ops.block_map(H[s:e], W, xxT[:, s:e], bb, u, None if K is None else K[:, s:e], out[:, s:e], scratch)
+        ops.block_map(ker, s, e, u, None if K is None else K[:, s:e], out[:, s:e], scratch)
 
 def _sum_parts(parts):
     "Partial sums added in row-chunk order as they come: the same bits for any number of workers."
@@ -265,16 +285,30 @@ def _layout(N, n, C, budget, ops):
     rows = ops.block_rows(N, n, g, per_worker)
     return [list(range(s, min(C, s + g))) for s in range(0, C, g)], False, int(max(16, min(N, rows)))
 
-# %% ../nbs/09a_batched.ipynb #1bea8ce4
-def _squared_scales(run, cols, N):
-    "(C, P): $s_{pq}^2=N\\tilde w_{pq}/\\sigma_{k,p}^2$ on column p's references, 0 on itself (`methods._column_features`)."
+# %% ../nbs/09a_batched.ipynb #304a9fad
+def _scales(run, cols, N):
+    """((C, P) $\\sqrt{N\\tilde w_{pq}}$ on column p's references and 0 on itself, (C,) $\\sigma_{k,p}$): the features
+    $\\mathbf x_{pi}=(h_{iq}\\sqrt{N\\tilde w_{pq}}/\\sigma_{k,p})_q$ of `methods._column_features`, computed as it does."""
     P = run.weights.shape[0]
-    S2 = np.zeros((len(cols), P))
+    Sc = np.zeros((len(cols), P))
     for i, p in enumerate(cols):
         o = np.r_[0:p, p + 1:P]
         w = run.weights[p, o]
-        S2[i, o] = N * (w / w.sum()) / run.plans[p].kernel_scale
-    return S2
+        Sc[i, o] = np.sqrt(N * (w / w.sum()))
+    return Sc, np.array([np.sqrt(run.plans[p].kernel_scale) for p in cols])
+
+class _Kernel:
+    "What every column's kernel blocks of a group are formed from (the namespace's arrays, the scales on the host)."
+    def __init__(self, xp, H, HB, Sc, rk, cols):
+        P = H.shape[1]
+        self.H, self.HB, self.Sc, self.rk = H, HB, Sc, rk
+        self.S2 = xp.asarray((Sc / rk[:, None]) ** 2)                     # (C, P) squared scales
+        self.W = self.S2[:, :, None] * HB.T[None]                          # (C, P, N'): diag(s_p^2) H_B^T
+        self.xxT, self.bb = xp.matmul(self.S2, (H * H).T), xp.matmul(self.S2, (HB * HB).T)   # (C, N), (C, N')
+        self.direct = np.array([(P - 1 if p in (0, P - 1) else P) <= _DIRECT_MAX_D for p in cols])   # `_column_features`' D
+        if xp is np:                                                        # the column path's basis features, per column
+            self.BT = [np.ascontiguousarray(((HB * Sc[k]) / rk[k]).T) for k in range(len(cols))]
+            self.bbk = [_sqnorms(BT.T) for BT in self.BT]
 
 def _ranges(ops, N, rows):
     "How the row chunks are taken: the CPU's fixed partition (`blocks._chunks`) in worker threads; else one range."
@@ -283,24 +317,23 @@ def _ranges(ops, N, rows):
         return lambda work: _iter_chunks(work, ch)
     return lambda work: (work(0, N),)
 
-# %% ../nbs/09a_batched.ipynb #a3a63d53
-def _group_step(ops, H, HB, S2, cols, noise, lam, stored, rows, jitter):
+# %% ../nbs/09a_batched.ipynb #f10a334b
+def _group_step(ops, H, HB, Sc, rk, cols, noise, lam, stored, rows, jitter):
     "The updates (C, N) of the columns `cols` from `H`, each `npc_update`'s (arrays of the namespace)."
     xp, N = ops.xp, H.shape[0]
-    W = S2[:, :, None] * HB.T[None]                                     # (C, P, N'): diag(s_p^2) H_B^T
-    xxT, bb = xp.matmul(S2, (H * H).T), xp.matmul(S2, (HB * HB).T)      # squared norms (C, N), (C, N')
-    KBB = ops.gauss(xp.matmul(HB[None], W), bb, bb)
+    ker = _Kernel(xp, H, HB, Sc, rk, cols)
+    KBB = ops.gauss(xp.matmul(HB[None], ker.W), ker.bb, ker.bb)
     c = KBB.mean(axis=1)                                                # the shift
     F = xp.stack([H[:, cols].T, xp.ones((len(cols), N))], axis=2)      # (C, N, 2): [f_p, 1]
     K = xp.empty((len(cols), N, HB.shape[0])) if stored else None
     chunks = _ranges(ops, N, rows)
-    Mt, KFt = _sum_parts(chunks(lambda lo, hi: _block_sums(ops, H, W, xxT, bb, c, F, lo, hi, rows, K)))
+    Mt, KFt = _sum_parts(chunks(lambda lo, hi: _block_sums(ops, ker, c, F, lo, hi, rows, K)))
     kt = KFt[:, :, 1]
     Mc = Mt - kt[:, :, None] * kt[:, None, :] / N                       # K^T C_N K
     ks, kf = kt + N * c, KFt[:, :, 0] + c * F[:, :, 0].sum(axis=1)[:, None]
     u, e0 = ops.small(KBB, 0.5 * (Mc + Mc.transpose(0, 2, 1)), ks, kf, noise, lam, N, jitter)
     Ku = xp.empty((len(cols), N))
-    list(chunks(lambda lo, hi: _block_map(ops, H, W, xxT, bb, u, lo, hi, rows, K, Ku)))
+    list(chunks(lambda lo, hi: _block_map(ops, ker, u, lo, hi, rows, K, Ku)))
     return _finish(ops, F[:, :, 0], e0, u, Ku, lam)
 
 # %% ../nbs/09a_batched.ipynb #7dcb45e2
@@ -319,7 +352,7 @@ def _finish(ops, fbar, e0, u, Ku, lam):
     span = [ops.to_host(v) for v in (s * e0 / nf, (s * sl / nf)[:, None] * u, -s * sl * mean / nf)]
     return f * s[:, None], span
 
-# %% ../nbs/09a_batched.ipynb #ba686739
+# %% ../nbs/09a_batched.ipynb #9e08dd95
 def batched_sweep(run, # the `Run` of NPC in float64
                   Hbar: np.ndarray, # $\overline H^t$ (N, P)
                   cols, # the columns to update
@@ -335,12 +368,12 @@ def batched_sweep(run, # the `Run` of NPC in float64
     budget = int((ops.memory_mb(run) if memory_mb is None else memory_mb) * 2**20)
     groups, stored, rows = _layout(N, n, len(cols), budget, ops)
     H = xp.asarray(Hbar, dtype=xp.float64)
-    HB, S2 = H[xp.asarray(run.basis)], _squared_scales(run, cols, N)
+    HB, (Sc, rk) = H[xp.asarray(run.basis)], _scales(run, cols, N)
     noise = np.array([run.plans[p].noise for p in cols], dtype=np.float64)
     for g in groups:
         cg = [cols[i] for i in g]
-        f, (a, u, c) = _group_step(ops, H, HB, xp.asarray(S2[g]), cg, xp.asarray(noise[g]), run.method.lam, stored,
-                                   rows, BASIS_JITTER)
+        f, (a, u, c) = _group_step(ops, H, HB, Sc[g], rk[g], cg, xp.asarray(noise[g]), run.method.lam, stored, rows,
+                                   BASIS_JITTER)
         new[:, cg] = ops.to_host(f).T
         for i, p in enumerate(cg if run.spans is not None else ()):
             run.record(p, KernelSpan(a[i], u[i], c[i], run.backend.precision, "float64"), Hbar)
