@@ -21,10 +21,10 @@ from .kstats import BASIS_JITTER, CPUBackend, CUDABackend, whiten
 from .methods import NPC
 from .nystrom import KernelSpan
 
-# %% ../nbs/09a_batched.ipynb #bdf51c9e
+# %% ../nbs/09a_batched.ipynb #80b04bdf
 class ArrayOps:
     """The batched primitives of the sweep over an array namespace `xp` whose `linalg` takes stacked arrays (NumPy's,
-    CuPy's): $K_{BB}+\delta\bar\kappa I$ whitened by its Cholesky factor (no pivots: the same step, see above),
+    CuPy's): $K_{BB}+\\delta\\bar\\kappa I$ whitened by its Cholesky factor (no pivots: the same step, see above),
     triangular solves by `linalg.solve`, the top eigenpair from a stacked `eigh`."""
     threads = 1                                    # workers taking the row chunks (the CPU's)
     def __init__(self, xp): self.xp = xp           # the namespace: numpy, cupy
