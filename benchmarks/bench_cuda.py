@@ -251,11 +251,13 @@ def sweep_ratios(sizes, repeat):
             with pb.column_sweeps():
                 return run()
         run(); column()                                   # compile, warm caches
-        tb, tc = [], []
+        tb, tc, cb, cc = [], [], [], []
         for _ in range(repeat):
-            t0 = time.perf_counter(); run(); tb.append(time.perf_counter() - t0)
-            t0 = time.perf_counter(); column(); tc.append(time.perf_counter() - t0)
-        rows.append((N, P, nb, float(np.median(tb)), float(np.median(tc))))
+            t0, c0 = time.perf_counter(), time.process_time(); run()
+            tb.append(time.perf_counter() - t0); cb.append(time.process_time() - c0)
+            t0, c0 = time.perf_counter(), time.process_time(); column()
+            tc.append(time.perf_counter() - t0); cc.append(time.process_time() - c0)
+        rows.append((N, P, nb, *(float(np.median(v)) for v in (tb, tc, cb, cc))))
     return rows
 
 
@@ -283,9 +285,10 @@ def main(argv=None):
             print(f"{k:45s} " + (f"{v:.4g}" if isinstance(v, float) else str(v)))
         return
     if a.ratios:
-        for N, P, nb, tb, tc in sweep_ratios([(2000, 8, 100), (6000, 16, 200), (12000, 32, 300)], a.repeat):
+        print(machine_info(), flush=True)
+        for N, P, nb, tb, tc, cb, cc in sweep_ratios([(2000, 8, 100), (6000, 16, 200), (12000, 32, 300)], a.repeat):
             print(f"N={N:6d} P={P:3d} N'={nb:4d}: one sweep batched {tb:7.3f} s, column at a time {tc:7.3f} s, "
-                  f"column / batched {tc / tb:5.2f}", flush=True)
+                  f"column / batched {tc / tb:5.2f} (wall), {cc / cb:5.2f} (CPU time of the process)", flush=True)
         return
     size = dict(N=120, P=4, n_basis=20, n_iter=2) if a.quick else AWA2
     assert pc.cuda_available(), "no CUDA device (or simulator) here"
