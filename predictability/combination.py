@@ -24,7 +24,6 @@ from .kstats import reuse_kernel_stats
 from .methods import MTL, Method, Peer, input_precision, make_method, peer_result
 from .nystrom import record_jitters
 from .problem import prepare
-from .batched import BatchedColumns, sweep_ops
 from .sweeps import ClientColumns, check_client
 
 _all_ = ["reuse_kernel_stats", "CombineResult"]   # defined in `kstats` and `labelled`, kept importable from here
@@ -112,13 +111,9 @@ class _ThreadColumns:
     def fixed(self, run, H0, cols, done):
         return _map_columns(lambda p: (run.fixed(p, H0), done())[0], cols, self.n_jobs)
 
-def _column_map(o, run):
-    """Where the column updates run, by type: a Dask client's cluster (`o.client`), else this process, every column of
-    a sweep at once where the run's method and back end take it (`batched.sweep_ops`), else a column at a time."""
-    if o.client is not None:
-        return ClientColumns(o.client)
-    columns, ops = _ThreadColumns(_jobs(o.method)), sweep_ops(run)
-    return columns if ops is None else BatchedColumns(ops, columns)
+def _column_map(o):
+    "Where the column updates run, by the type of `o.client`: a Dask client's cluster, or (None) this process."
+    return _ThreadColumns(_jobs(o.method)) if o.client is None else ClientColumns(o.client)
 
 def _weighs(run, p, q) -> bool:
     "Is column `q` in column `p`'s kernel (a column weighing 0 is not)?"
@@ -262,7 +257,7 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
         run.spans = {} if record else None
         show = _show_progress(o.progress, m, run, n, P, n_sweeps, joint)
         bar = functools.partial(tqdm, desc=f"combine ({m.name})", disable=not show, leave=False)
-        history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar, _column_map(o, run))
+        history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar, _column_map(o))
     res = _note_jitters(_result(run, history, choices, pb.F, h, use_ard, joint, auto), jitters)
     if res.unchanged and auto and n_iter == "auto":
         warn_unchanged(stacklevel + 1)
