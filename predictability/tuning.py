@@ -35,6 +35,7 @@ def _check_labels(labels, name: str = "labels") -> np.ndarray:
                          "same. Label points with different values.")
     return y
 
+# %% ../nbs/08_tune.ipynb #e4cb59c4
 def kendall_tau(pred, # the predictions, (n,)
                 labels, # the true values at the same rows, (n,)
                ) -> float: # $100\times\tau_b$, in [-100, 100]
@@ -47,6 +48,7 @@ def kendall_tau(pred, # the predictions, (n,)
     tau = stats.kendalltau(pred, labels).statistic
     return 0.0 if not np.isfinite(tau) else 100.0 * float(tau)   # NaN only for a constant `pred` now
 
+# %% ../nbs/08_tune.ipynb #660c0b19
 def pairwise_accuracy(pred, # the predictions, (n,)
                       labels, # the true values at the same rows, (n,)
                      ) -> float: # the percentage of pairs with different labels ordered correctly
@@ -56,6 +58,7 @@ def pairwise_accuracy(pred, # the predictions, (n,)
     mask = dy != 0
     return float(100.0 * np.mean(np.where(dp[mask] == 0, 0.5, dp[mask] == dy[mask])))
 
+# %% ../nbs/08_tune.ipynb #44e594dd
 def accuracy(scores, # class scores, (n, H)
              labels, # class indices 0..H-1, (n,)
             ) -> float: # the percentage of rows whose largest score is the label
@@ -198,6 +201,7 @@ def _metric(metric, F):
         raise ValueError(f"`metric` must be 'kendall', 'accuracy', 'pairwise' or a callable; got {metric!r}.")
     return fn
 
+# %% ../nbs/08_tune.ipynb #1d46450e
 def _score(fn, pred, labels, params, t) -> float:
     "The metric's value, refused when it is not a finite number (a NaN would otherwise lose every comparison)."
     score = fn(pred, labels)
@@ -209,6 +213,29 @@ def _score(fn, pred, labels, params, t) -> float:
         raise ValueError(f"`metric` returned {score} for setting {params} at iteration {t}; it must return a finite "
                          "score (higher is better). Check the labels and the metric.")
     return score
+
+# %% ../nbs/08_tune.ipynb #60156a3f
+def _shared_backend(method, grid, combine_kwargs) -> dict:
+    "`combine_kwargs` with NPC's `device` and `precision` as one back end for every run of the grid (when the grid keeps them)."
+    if method != "npc" or {"device", "precision"} & set(grid) or not isinstance(combine_kwargs.get("device", ""), str):
+        return combine_kwargs                            # a back end given already is shared as it is
+    kw = dict(combine_kwargs)
+    kw["device"] = make_backend(kw.get("device", "cpu"), kw.pop("precision", "float64"))
+    return kw
+
+# %% ../nbs/08_tune.ipynb #92c1def2
+def _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
+    "Every setting of `grid` run by `combine`: `(params, result)`, the NPC kernel statistics shared across the grid."
+    kw = _shared_backend(method, grid, combine_kwargs)   # grid points with the same kernel scale share them
+    for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
+        params = dict(zip(grid, values))
+        # no bar at all, or beneath tune's bar `combine`'s own policy (a bar for long runs only)
+        yield params, combine(F, Gr, method=method, n_iter=n_iter, progress=None if progress else False, **kw, **params)
+
+# %% ../nbs/08_tune.ipynb #04966bd2
+def _labelled(chosen, pb, pandas):
+    "The chosen result with the labels of the prepared problem `pb` (see `combine`); `pandas`: an input was pandas."
+    return label_result(chosen, *pb.labels, pandas)
 
 # %% ../nbs/08_tune.ipynb #b8e10c02
 _RUN_KEYWORDS = ("joint", "ard", "random_state", "client")   # `combine`'s keywords that are not a method's settings
@@ -230,6 +257,7 @@ def _searches(method, methods, grid, combine_kwargs) -> list:
                          "remove it.")
     return [(m, (grid or {}).get(m), {k: v for k, v in combine_kwargs.items() if takes(m, k)}) for m in methods]
 
+# %% ../nbs/08_tune.ipynb #d2f084c3
 def _search(F, Gr, labels, index, fn, grid, method, n_iter, progress, combine_kwargs) -> tuple:
     "Every setting of one method's grid scored at every iteration: (table rows, best (score, params, t, result))."
     grid, _ = _prepare(F, Gr, grid, method, combine_kwargs)
@@ -241,26 +269,6 @@ def _search(F, Gr, labels, index, fn, grid, method, n_iter, progress, combine_kw
             if best is None or score > best[0]:
                 best = (score, params, t, res)
     return rows, best
-
-# %% ../nbs/08_tune.ipynb #60156a3f
-def _shared_backend(method, grid, combine_kwargs) -> dict:
-    "`combine_kwargs` with NPC's `device` and `precision` as one back end for every run of the grid (when the grid keeps them)."
-    if method != "npc" or {"device", "precision"} & set(grid) or not isinstance(combine_kwargs.get("device", ""), str):
-        return combine_kwargs                            # a back end given already is shared as it is
-    kw = dict(combine_kwargs)
-    kw["device"] = make_backend(kw.get("device", "cpu"), kw.pop("precision", "float64"))
-    return kw
-
-def _runs(F, Gr, grid, method, n_iter, progress, combine_kwargs):
-    "Every setting of `grid` run by `combine`: `(params, result)`, the NPC kernel statistics shared across the grid."
-    kw = _shared_backend(method, grid, combine_kwargs)   # grid points with the same kernel scale share them
-    for values in tqdm(list(itertools.product(*grid.values())), desc="tune", disable=not progress, leave=False):
-        params = dict(zip(grid, values))
-        yield params, combine(F, Gr, method=method, n_iter=n_iter, **kw, **params)
-
-def _labelled(chosen, pb, pandas):
-    "The chosen result with the labels of the prepared problem `pb` (see `combine`); `pandas`: an input was pandas."
-    return label_result(chosen, *pb.labels, pandas)
 
 # %% ../nbs/08_tune.ipynb #38e68a14
 def _tune_per_column(pb, pandas, F, Gr, labels, index, *, metric, grid, n_iter, method, progress,
@@ -306,7 +314,7 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
          per_column: bool = False, # (N, H) target: one (setting, iteration) per column, from one joint run per setting
          method: str = "npc", # the combination method
          methods: list | None = None, # several methods to choose among too (names, e.g. ["npc", "lpc", "average", "pc1"]); `grid`: None or {name: grid}
-         progress: bool = True, # a tqdm bar over the grid
+         progress: bool = True, # a tqdm bar over the grid, and `combine`'s on long runs; False: no bar at all
          **combine_kwargs) -> TuneResult:
     """Choose `noise`, `kernel_scale`, `lam` (any keys of `grid`) and the iteration that maximise `metric` on the
     labelled rows `index`; ties go to the earlier grid entry and the fewer iterations. With `methods`, the method too,
