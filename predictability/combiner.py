@@ -98,6 +98,23 @@ def _real(X):
     return v
 
 # %% ../nbs/07f_combiner.ipynb #148fe70e
+def _check_labels(self, X):
+    "A DataFrame's column labels against the fit's, of any type (scikit-learn's check, in its words, for string names)."
+    want, got = getattr(self, "column_labels_", None), json_values(list(X.columns))
+    if want is None or got == want or all(isinstance(c, str) for c in got + want):
+        return
+    raise ValueError(f"`X` has columns {got[:5]}{' ...' if len(got) > 5 else ''}, and the fit had {want[:5]}"
+                     f"{' ...' if len(want) > 5 else ''}: select them as in `fit` (`X[combiner.column_labels_]`), or "
+                     "pass an array to take the columns by position.")
+
+# %% ../nbs/07f_combiner.ipynb #98cc5342
+def _check_version(self):
+    "Refuse a model fitted by another version of the package: its updates are that version's."
+    if self.version_ != __version__:
+        raise ValueError(f"this Combiner was fitted with predictability {self.version_}, and this is {__version__}: "
+                         "the recorded updates are specific to the version that made them. Fit it again here.")
+
+# %% ../nbs/07f_combiner.ipynb #383681e7
 def _values(self, X, *, reset: bool) -> np.ndarray:
     "`X` (n, P) as float64 (NaN kept), checked as scikit-learn checks an estimator's input; column labels kept or compared."
     if issparse(X):
@@ -112,21 +129,6 @@ def _values(self, X, *, reset: bool) -> np.ndarray:
         raise ValueError(f"X has {V.shape[1]} features, but Combiner is expecting {self.n_features_in_} features as "
                          "input: give the same predictors, in the order of `fit` (the target(s) and the references).")
     return V
-
-def _check_labels(self, X):
-    "A DataFrame's column labels against the fit's, of any type (scikit-learn's check, in its words, for string names)."
-    want, got = getattr(self, "column_labels_", None), json_values(list(X.columns))
-    if want is None or got == want or all(isinstance(c, str) for c in got + want):
-        return
-    raise ValueError(f"`X` has columns {got[:5]}{' ...' if len(got) > 5 else ''}, and the fit had {want[:5]}"
-                     f"{' ...' if len(want) > 5 else ''}: select them as in `fit` (`X[combiner.column_labels_]`), or "
-                     "pass an array to take the columns by position.")
-
-def _check_version(self):
-    "Refuse a model fitted by another version of the package: its updates are that version's."
-    if self.version_ != __version__:
-        raise ValueError(f"this Combiner was fitted with predictability {self.version_}, and this is {__version__}: "
-                         "the recorded updates are specific to the version that made them. Fit it again here.")
 
 # %% ../nbs/07f_combiner.ipynb #db378a81
 def set_fitted(est, # the `Combiner` being fitted
@@ -157,6 +159,7 @@ def _is_dask(X) -> bool:
     "A Dask array or DataFrame: fitted and transformed chunk by chunk, where the chunks live (`predictability.distributed`)."
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
+# %% ../nbs/07f_combiner.ipynb #b1234f22
 def _options(self, n: int | None):
     "`combine_options` of the parameters; `n_basis` None is 300, capped at the fit's `n` rows (None: unknown) quietly."
     kw = self.get_params()
@@ -199,6 +202,7 @@ def _fit(self, X):
     _fit_transform(self, X)
     return self
 
+# %% ../nbs/07f_combiner.ipynb #d1487418
 def _fit_chunks(self, X):
     "`fit` of a Dask array or DataFrame: the settings and targets checked here, the fit from the chunks where they live."
     from predictability.distributed import fit_dask   # Dask is an optional extra

@@ -37,6 +37,7 @@ def _header(self) -> dict:
         fitted_params=self.params_,
         choices=[{k: v for k, v in vars(c).items() if k not in ("stats", "history")} for c in self.choices_]))
 
+# %% ../nbs/07f2_modelfile.ipynb #e27b09e1
 _HEAD = dict(format=str, version=str, params=dict, method=(str, type(None)), method_object=str, method_settings=dict,
              ard=(bool, type(None)), random_state=(int, type(None)), n=int, h=int, columns=list, one_target=bool,
              target_names=list, feature_names=(list, type(None)), column_labels=(list, type(None)), fitted_params=dict,
@@ -72,6 +73,7 @@ def _of_type(v, t) -> bool:
     "`v` a JSON value of type(s) `t` (a bool is not an int here)."
     return isinstance(v, t) and not (isinstance(v, bool) and bool not in (t if isinstance(t, tuple) else (t,)))
 
+# %% ../nbs/07f2_modelfile.ipynb #4c3f0454
 def _header_problem(head: dict) -> str | None:
     "What is wrong with a model file's header (a key missing or of another type; keys that disagree), or None."
     for k, t in {**_HEAD, "digest": str}.items():
@@ -108,6 +110,7 @@ def _array(z: dict, k: str, ndim: int, finite: bool = True, kind: str = "f") -> 
         return f"its array {k!r} has NaN or infinite values"
     return None
 
+# %% ../nbs/07f2_modelfile.ipynb #9afd2c44
 def _shape(z: dict, want: dict) -> str | None:
     "The first array of `want` (name -> shape) whose shape differs, said, or None."
     k = next((k for k, s in want.items() if z[k].shape != s), None)
