@@ -247,6 +247,18 @@ def _demo_baselines(X, Y, names, train, C, min_count, random_state, log) -> _Bas
         raise ValueError("all the classes kept have identical training labels; combining needs 2 distinct baselines.")
     return _Baselines(F0, kept, dropped, Cs, tasks, Y[:, kept], first, col, merged, F0[:, first])
 
+# %% ../nbs/12_demo.ipynb #a75c733e
+def _logged(metric, m, n_set, n_iter, log):
+    "`metric`, and a line to `log` each time `tune` has scored the n_iter + 1 iterations of a setting (log None: none)."
+    calls, t0 = [0], time.perf_counter()
+    def fn(pred, labels):
+        calls[0] += 1
+        if log is not None and calls[0] % (n_iter + 1) == 0:
+            log(f"  {_LABELS[m]}: setting {min(calls[0] // (n_iter + 1), n_set)}/{n_set} done "
+                f"({time.perf_counter() - t0:.0f} s)")
+        return metric(pred, labels)
+    return fn
+
 # %% ../nbs/12_demo.ipynb #0114ab57
 def _run_method(m, b: _Baselines, W, grid, val, test, n_iter, n_basis, bars, log, timings):
     "Method `m` tuned on the rows `val`: its tau and AUC columns, its choice, its test and validation curves."
@@ -266,6 +278,7 @@ def _run_method(m, b: _Baselines, W, grid, val, test, n_iter, n_basis, bars, log
     log(f"{_LABELS[m]}: chose {tr.params}, iteration {tr.n_iter} (validation {f0_val:.2f} -> {tr.score:.2f})")
     return column, auc, chosen, tr
 
+# %% ../nbs/12_demo.ipynb #9e9ea885
 def _curves(m, b: _Baselines, W, tr, val, test, n_iter, n_basis, timings):
     "The test and validation curves of `tune`'s choice `tr`, re-run to `n_iter` when it stopped earlier."
     metric = lambda pred, labels: mean_kendall(pred[:, b.col], labels)
@@ -275,18 +288,6 @@ def _curves(m, b: _Baselines, W, tr, val, test, n_iter, n_basis, timings):
                                                           **kw, **tr.params)
     timings[f"curve {m}"] = time.perf_counter() - t
     return [metric(h[test], b.Yk[test]) for h in full.history], [metric(h[val], b.Yk[val]) for h in full.history]
-
-# %% ../nbs/12_demo.ipynb #a75c733e
-def _logged(metric, m, n_set, n_iter, log):
-    "`metric`, and a line to `log` each time `tune` has scored the n_iter + 1 iterations of a setting (log None: none)."
-    calls, t0 = [0], time.perf_counter()
-    def fn(pred, labels):
-        calls[0] += 1
-        if log is not None and calls[0] % (n_iter + 1) == 0:
-            log(f"  {_LABELS[m]}: setting {min(calls[0] // (n_iter + 1), n_set)}/{n_set} done "
-                f"({time.perf_counter() - t0:.0f} s)")
-        return metric(pred, labels)
-    return fn
 
 # %% ../nbs/12_demo.ipynb #7445902d
 def _write_report(rep, out: Path, b: _Baselines, val_curves, settings: dict) -> dict:
