@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['FIXED_AUTO', 'NPC_EXACT_MAX_N', 'MOVE_WEIGHT', 'SCREEN_BASIS', 'METHODS', 'SETTING_DEFAULTS', 'ColumnPlan', 'Run',
            'Method', 'OPC', 'LPC', 'NPCExact', 'NPC', 'HeldColumns', 'input_precision', 'dependent_references',
-           'near_copy', 'exclude_near_copy', 'column_choices', 'LinearSpan', 'MTL', 'Peer', 'Average', 'PC1',
-           'peer_result', 'make_method']
+           'near_copy', 'exclude_near_copy', 'column_choices', 'LinearSpan', 'MTL', 'related', 'aligned_columns',
+           'first_component', 'Peer', 'Average', 'PC1', 'peer_result', 'make_method']
 
 # %% ../nbs/07c_methods.ipynb #ba383b49
 import hashlib
@@ -14,13 +14,15 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import stats
 
 from .ard import fit_ard_joint
-from .core import check_auto, check_int, check_scalar, normalize
+from .core import check_auto, check_int, check_scalar, normalize, orient
 from .blocks import _check_weights, _column_gram, _scaled_columns
 from .kernels import gaussian_kernel
 from .kstats import Backend, kernel_stats, make_backend, shared_store
-from .labelfree import LabelFreeChoice, aligned_columns, choose, first_component, related, relevance_test_widths
+from .guard import relevance_test_widths
+from .labelfree import LabelFreeChoice, choose
 from .labelled import CombineResult
 from .lpc import lpc_iterate, lpc_update
 from .mtl import check_rho
@@ -660,6 +662,31 @@ class MTL(Method):
         from predictability.mtl import mtl_combine
         return mtl_combine(target, references, n_iter=50 if n_iter == "auto" else n_iter, random_state=random_state,
                            progress=bool(progress), **{k: getattr(self, k) for k in self.settings})
+
+# %% ../nbs/07c_methods.ipynb #7924eed3
+def related(Z,                    # (N, 1 + R) z-scores (or any centred columns): the column, then the others
+            alpha: float = 0.01,  # level of the two-sided test, Bonferroni over the R others
+           ) -> np.ndarray:       # (R,) the signed correlation of each other column with the first, 0 where not related
+    "The correlations $r_j$ of the other columns with the first that pass Fisher's $z$ test, $\\sqrt{N-3}\\,|\\operatorname{artanh} r_j|>z_{1-\\alpha/(2R)}$; 0 for the rest."
+    n, R = Z.shape[0], Z.shape[1] - 1
+    nz = np.linalg.norm(Z, axis=0)
+    r = np.clip(Z[:, 1:].T @ Z[:, 0] / (nz[1:] * nz[0]), -1 + 1e-12, 1 - 1e-12)
+    return np.where(np.sqrt(max(n - 3, 1)) * np.abs(np.arctanh(r)) > stats.norm.isf(alpha / (2 * R)), r, 0.0)
+
+def aligned_columns(Z,              # (N, 1 + R) the column, then the others
+                    r,              # (R,) `related`'s signed correlations (0: not related)
+                    with_target: bool = True,  # keep the first column
+                   ) -> np.ndarray:  # (N, k) the columns kept, each sign-aligned with the first
+    "The first column of `Z` (when `with_target`) and the related others (`r` != 0), each sign-aligned with it."
+    keep = r != 0
+    return np.c_[Z[:, :1 if with_target else 0], Z[:, 1:][:, keep] * np.sign(r[keep])]
+
+def first_component(A,    # (N, k) centred columns
+                    ref,  # (N,) the direction it is oriented with
+                   ) -> np.ndarray:
+    "The first principal component $A\\mathbf v_1$ ($\\mathbf v_1$ the top eigenvector of $A^\\top A$), oriented with `ref`."
+    _, V = np.linalg.eigh(A.T @ A)                     # the columns are centred: A'A / N is their covariance
+    return orient(A @ V[:, -1], ref)
 
 # %% ../nbs/07c_methods.ipynb #a7e10c04
 class Peer(Method):
