@@ -23,7 +23,7 @@ from ..datasets import load_pubfig, pubfig_path
 from ..evidence import NystromEvidence, nystrom_evidence
 from ..kernels import gaussian_kernel, kernel_features
 from ..labelfree import choose
-from ..methods import aligned_columns, first_component, related
+from ..alternatives import aligned_columns, first_component, related
 from ..nystrom import basis_indices
 from ..stopping import DECISIVE, KAPPA, KAPPA_DECISIVE, NOISE_SHARE_PRIOR
 from ..tuning import kendall_tau, tune
