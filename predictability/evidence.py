@@ -96,6 +96,7 @@ def _evidence_whitening(stats: KernelStats, jitter) -> Whitening:
         stats.cache[key] = whiten(stats.KBB, stats.rtol, jitter)
     return stats.cache[key]
 
+# %% ../nbs/07a1_evidence.ipynb #8c395abb
 def nystrom_evidence(stats: KernelStats,   # statistics of K_GB at one width (`kernel_stats`)
                      fbar,                 # (N,) or (N, k) unit-norm, centred target(s)
                      *,

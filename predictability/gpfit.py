@@ -53,6 +53,7 @@ def on_grid(log_value: float,         # log of a setting ($\sigma^2$ or $\sigma_
     k += float(2.0 ** (k * SETTING_STEP) < bounds[0]) - float(2.0 ** (k * SETTING_STEP) > bounds[1])
     return float(2.0 ** (k * SETTING_STEP))
 
+# %% ../nbs/07a2_gpfit.ipynb #81c71592
 def _ml_noise(ev: NystromEvidence, noise) -> tuple:
     "($\\sigma^2$, $\\mathcal E$ there): the ML noise of `ev` on the grid, or the `noise` given."
     if not isinstance(noise, str):
@@ -73,6 +74,7 @@ def width_stats(X1, # (N, D) features at $\sigma_k^2$ = 1
     s = np.sqrt(scale)
     return kernel_stats(X1 / s, B1 / s, f, backend=backend)
 
+# %% ../nbs/07a2_gpfit.ipynb #c00051b6
 def map_widths(fn, # a function of one width
                widths, # the widths
                backend, # the run's back end: its device decides
@@ -82,7 +84,6 @@ def map_widths(fn, # a function of one width
         return [fn(w) for w in widths]
     parts = _run_chunks(lambda lo, hi: [fn(w) for w in widths[lo:hi]], _chunks(len(widths), 1, _default_threads()))
     return [r for part in parts for r in part]
-
 
 # %% ../nbs/07a2_gpfit.ipynb #5969301a
 def _search_width(fbar, X1, B1, noise, backend, max_refine):

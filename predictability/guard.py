@@ -24,6 +24,7 @@ def _energies(ev: NystromEvidence, log_noise: np.ndarray) -> np.ndarray:
     return (dd * np.log(q / dd) + (dd - r) * log_noise + np.log(ev.d[:, None] + s2[None, :]).sum(0)
             + dd * (1 + np.log(2 * np.pi)))
 
+# %% ../nbs/07a3_guard.ipynb #5b792d5f
 def _min_energies(ev: NystromEvidence, noise=None, n_grid: int = 97) -> np.ndarray:
     "Each column's energy minimised over $\\log\\sigma^2$ (a log grid, then a parabola through the best three points), or at the given `noise`."
     if noise is not None:
@@ -53,6 +54,7 @@ class RelevanceTest:
     statistic: float              # $2\log\mathrm{LR}=2\log(L_\mathrm{GP}/L_\mathrm{noise})$ of the target
     null: np.ndarray              # the same statistic for `n_perm` row permutations of the target
     p_value: float                # (1 + #{null >= statistic}) / (1 + n_perm)
+
 def relevance_test(evidence: NystromEvidence,  # `nystrom_evidence` of the target at the chosen width
                    *,
                    noise=None,                 # $\sigma^2$ fixed by the user, or None: re-fitted for every permutation
