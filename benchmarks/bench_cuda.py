@@ -37,7 +37,7 @@ from bench_npc import joint_problem  # noqa: E402
 from predictability import combine  # noqa: E402
 from predictability import cuda as pc  # noqa: E402
 from predictability.ard import fit_ard_joint  # noqa: E402
-from predictability.methods import _model_features  # noqa: E402
+from predictability.labelfree import model_features  # noqa: E402
 from predictability.core import normalize, one_blas_thread  # noqa: E402
 from predictability.kernels import gaussian_kernel, gram_stats_reference, kernel_matvec_reference  # noqa: E402
 from predictability.kstats import kernel_stats  # noqa: E402
@@ -55,7 +55,7 @@ def rel(a, b):
 def first_column(H, nb):
     "The first column's input step as combine forms it: centred unit-norm columns, equal weights, scale 1."
     Hb = np.c_[[normalize(c) for c in H.T]].T
-    X = _model_features(Hb[:, 1:])
+    X = model_features(Hb[:, 1:])
     idx = basis_indices(len(X), nb)
     return Hb, X, X[idx], Hb[:, 0]
 
@@ -138,7 +138,7 @@ def step_breakdown(H, nb, repeat):
     for _ in range(repeat):
         ev = Events()
         r = {}
-        t0 = time.perf_counter(); _model_features(Hb[:, 1:]); r["features (host)"] = time.perf_counter() - t0
+        t0 = time.perf_counter(); model_features(Hb[:, 1:]); r["features (host)"] = time.perf_counter() - t0
         r["kstats: to device (X, B, [f 1])"], r["kstats: copy back"] = gram_parts(X, B, F, ev)
         t0 = time.perf_counter()
         with one_blas_thread():

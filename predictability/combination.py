@@ -21,7 +21,9 @@ from .core import check_auto, check_bool, check_int, check_random_state, one_bla
 from .blocks import _default_threads
 from .labelled import CombineResult, is_pandas, label_result
 from .kstats import reuse_kernel_stats
-from .methods import MTL, Method, Peer, input_precision, make_method, peer_result
+from .alternatives import Alternative
+from .labelfree import input_precision
+from .methods import Method, make_method
 from .nystrom import record_jitters
 from .problem import prepare
 from .sweeps import ClientColumns, check_client
@@ -69,12 +71,9 @@ def _check_ard_arg(ard, joint, m):
     "`ard` as `combine` takes it; MTL has neither ARD weights nor fixed references (`ard`, `joint` at their defaults)."
     if isinstance(ard, str) or not (isinstance(ard, (bool, np.bool_)) or np.ndim(ard) == 2):
         raise ValueError(f"`ard` must be True, False or a (P, P) relevance matrix from `fit_ard_joint`; got {ard!r}.")
-    if isinstance(m, MTL) and (ard is not True or not joint):
-        raise ValueError(f"`{'ard' if ard is not True else 'joint'}` is not a setting of method='mtl' (ADMM over every "
-                         "column, without ARD weights): remove it.")
-    if isinstance(m, Peer) and (ard is not True or not joint):
-        raise ValueError(f"`{'ard' if ard is not True else 'joint'}` is not a setting of method={m.name!r} (one step over "
-                         "z-scores: no kernel to weigh, no references denoised): remove it.")
+    if isinstance(m, Alternative) and (ard is not True or not joint):   # MTL, the peers: not Algorithm 1
+        raise ValueError(f"`{'ard' if ard is not True else 'joint'}` is not a setting of method={m.name!r} ({m.kind}): "
+                         "remove it.")
     if not m.gp and not isinstance(ard, (bool, np.bool_)):
         raise ValueError(f"`ard` as a relevance matrix is not a setting of method={m.name!r}: the paper's ARD weighs the "
                          "GP kernel's inputs, and LPC and OPC have no kernel over the references. Remove `ard`.")
@@ -229,7 +228,7 @@ def combine_options(method="npc", # a name in `METHODS` or a method object
     perm_rng = check_random_state(0 if random_state is None else rng)   # reproducible decisions by default
     progress = progress if progress is None else check_bool(progress, "progress")
     _check_ard_arg(ard, joint, m)
-    if client is not None and isinstance(m, (MTL, Peer)):
+    if client is not None and isinstance(m, Alternative):
         raise ValueError(f"`client` is not a setting of method={m.name!r} (not Algorithm 1's column updates): remove it.")
     return Options(m, n_iter, joint, ard, rng, perm_rng, progress, random_state, check_client(client))
 
@@ -242,7 +241,7 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
                   ) -> tuple: # (`CombineResult` of arrays, the `Run`)
     "Algorithm 1 on a prepared problem: plans (label-free choices), ARD once (line 2), the sweeps, the result."
     m, n_iter, joint = o.method, o.n_iter, o.joint
-    if isinstance(m, (MTL, Peer)):
+    if isinstance(m, Alternative):
         raise ValueError(f"method={m.name!r} is not Algorithm 1 (no per-column updates to run or replay): use `combine`.")
     (n, P), h, auto = pb.H0.shape, pb.h, m.is_auto(n_iter)
     _check_copies(pb.H0, h)
@@ -308,15 +307,9 @@ def combine(target, # the predictor(s) to improve, (N,) or (N, H): array, Series
         o = combine_options(method, n_iter=n_iter, joint=joint, ard=ard, random_state=random_state, progress=progress,
                             n_basis=n_basis, lam=lam, noise=noise, kernel_scale=kernel_scale, basis=basis,
                             device=device, precision=precision, client=client)
-        if isinstance(o.method, MTL):                              # ADMM, not Algorithm 1
+        if isinstance(o.method, Alternative):                      # MTL's ADMM, a peer's one step: not Algorithm 1
             return o.method.combine(target, references, n_iter=o.n_iter, random_state=random_state,
                                     progress=o.progress)
         pb = prepare(target, references, o.method)                 # validated, aligned, H^0 on the model space
-        if isinstance(o.method, Peer):                             # one step over z-scores, not Algorithm 1
-            res = peer_result(o.method, pb, o.n_iter)
-            if res.unchanged and o.n_iter != 0:
-                warnings.warn(f"no reference is related to the target (see `res.choices`): method={o.method.name!r} "
-                              "returns it unchanged.", stacklevel=3)
-        else:
-            res, _ = run_algorithm1(pb, o, stacklevel=3)
+        res, _ = run_algorithm1(pb, o, stacklevel=3)
         return label_result(res, *pb.labels, is_pandas(target) or is_pandas(references))

@@ -17,7 +17,8 @@ from . import __version__
 from .combination import combine_options, run_algorithm1
 from .core import NormStats, as_predictors, one_blas_thread
 from .labelled import is_pandas, label_result
-from .methods import METHODS, MTL, ColumnPlan
+from .alternatives import Alternative
+from .methods import METHODS, ColumnPlan
 from .modelfile import json_values, read_model, write_model
 from .problem import prepare, target_columns
 from .replay import Replay
@@ -178,9 +179,9 @@ def _fit_transform(self, X):
     cols, one = target_columns(X, self.targets, values.shape[1])
     with one_blas_thread():
         o = _options(self, values.shape[0])
-        if isinstance(o.method, MTL):
-            raise ValueError("`method`='mtl' (ADMM over all rows) has no update to replay on new rows: use `combine` "
-                             "for it, or a method of Algorithm 1 ('npc', 'npc-exact', 'lpc', 'opc') here.")
+        if isinstance(o.method, Alternative):        # MTL, the peers: no update to replay
+            raise ValueError(f"`method`={o.method.name!r} ({o.method.kind}) has no update to replay on new rows: use "
+                             "`combine` for it, or a method of Algorithm 1 ('npc', 'npc-exact', 'lpc', 'opc') here.")
         try:
             pb = prepare(*_split(X if is_pandas(X) else values, cols, one), o.method)
         except ValueError as e:   # `combine`'s check, in `combine`'s words: say how they map onto `X`

@@ -14,10 +14,13 @@ import numpy as np
 
 from .ard import fit_ard_joint_gram
 from .blocks import _check_weights, _scaled_columns
-from .labelfree import (DISCRETE_LEVELS, FIT_ROWS, ChoiceSteps, NystromEvidence, choose, fit_gp,
-                                      mutual_r2_gram, nystrom_evidence, relevance_test_widths)
+from .evidence import NystromEvidence, nystrom_evidence
+from .gpfit import FIT_ROWS, fit_gp
+from .guard import relevance_test_widths
+from .labelfree import ChoiceSteps, choose, column_choices
+from .stopping import DISCRETE_LEVELS, mutual_r2_gram
 from .kstats import KernelStats
-from .methods import ColumnPlan, column_choices
+from .methods import ColumnPlan
 from .nystrom import span_coordinates
 
 # %% ../nbs/07j_labelfree_chunks.ipynb #30028c0f

@@ -22,7 +22,8 @@ from .combination import combine
 from .labelled import CombineResult, is_pandas, label_result
 from .problem import prepare
 from .kstats import make_backend
-from .methods import METHODS, MTL, Peer
+from .alternatives import MTL, Peer
+from .methods import METHODS
 from .core import as_predictors, check_bool, check_int, one_blas_thread
 
 # %% ../nbs/08_tune.ipynb #bd072d79
