@@ -18,7 +18,8 @@ from scipy import optimize, stats
 from .core import as_predictors, check_scalar, normalize, one_blas_thread, orient, standardize
 from .blocks import _chunks, _column_gram, _default_threads, _run_chunks
 from .kernels import gaussian_kernel
-from .kstats import Backend, KernelStats, Whitening, kernel_stats, resolve_backend, whiten
+from .basis import Whitening, whiten
+from .kstats import Backend, KernelStats, kernel_stats, resolve_backend
 from .nystrom import basis_indices, npc_iterate
 
 # %% ../nbs/07a_labelfree.ipynb #e54629d7

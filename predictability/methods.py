@@ -19,7 +19,8 @@ from .ard import fit_ard_joint
 from .core import check_auto, check_int, check_scalar, normalize
 from .blocks import _check_weights, _column_gram, _scaled_columns
 from .kernels import gaussian_kernel
-from .kstats import Backend, kernel_stats, make_backend, shared_store
+from .kstats import Backend, kernel_stats, make_backend
+from .statscache import shared_store
 from .labelfree import LabelFreeChoice, aligned_columns, choose, first_component, related, relevance_test_widths
 from .labelled import CombineResult
 from .lpc import lpc_iterate, lpc_update

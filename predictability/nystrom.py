@@ -17,7 +17,8 @@ from scipy import linalg, optimize
 
 from .core import as_predictors, normalize, one_blas_thread, orient
 from .kernels import gaussian_kernel
-from .kstats import BASIS_JITTER, KernelStats, kernel_stats, make_backend
+from .basis import BASIS_JITTER
+from .kstats import KernelStats, kernel_stats, make_backend
 
 # %% ../nbs/05_nystrom.ipynb #6a7ac1a5
 def basis_indices(n: int, # N, the number of points
