@@ -92,6 +92,8 @@ if cuda is not None:
         elif i < m and j < Kb.shape[1]:
             Kb[i, j] = F[s + i, j - n]
 
+# %% ../nbs/09_cuda.ipynb #f30021fa
+if cuda is not None:
     @cuda.jit
     def _gram_acc(Kb, m, M):
         """M[a, b] += sum_{i<m} Kb[i, a] Kb[i, b] for a < N' = M.shape[0], b < M.shape[1]; one TILE x TILE tile of M
@@ -118,6 +120,8 @@ if cuda is not None:
         if a < n and b < w:
             M[a, b] += acc
 
+# %% ../nbs/09_cuda.ipynb #d53bd538
+if cuda is not None:
     @cuda.jit
     def _matvec(Kb, U, s, m, out):
         "out[s+i, h] = sum_j Kb[i, j] U[j, h]; one thread per (i, h)."
