@@ -188,28 +188,6 @@ def _check_step_args(fbar_t, n, noise, lam):
     _check_noise_lam(noise, lam)
     return fbar_t
 
-# %% ../nbs/05_nystrom.ipynb #b5abbce3
-def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
-             X: np.ndarray, # (N, D) the references' pre-scaled features (`kernel_features`)
-             *,
-             noise: float = 0.1, # GP noise $\sigma^2$ (> 0)
-             lam: float = 1.0, # $\lambda_J$, the weight of predictability
-             n_basis: int = 300, # $N'$, the Nystrom basis size (evenly spaced rows)
-             basis=None, # explicit basis row indices, overriding `n_basis`
-             device: str = "cpu", # "cpu" or "cuda"
-             rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$ when `jitter` is 0
-             jitter: float = BASIS_JITTER, # $\delta$: the basis kernel is $K_{BB}+\delta\bar\kappa I$ (0: $K_{BB}$, truncated at `rtol`)
-             max_kernel_mb: float = 256, # store $K_{GB}$ when it takes at most this; 0 streams
-            ) -> np.ndarray: # f*, (N,)
-    "One Nyström NPC update from the features `X`: `kernel_stats` then `npc_update`; returns the unit-norm, centred, oriented $\\mathbf f^*$."
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    n = X.shape[0]
-    fbar_t = _check_step_args(fbar_t, n, noise, lam)
-    idx = basis_indices(n, n_basis) if basis is None else np.asarray(basis)
-    stats = kernel_stats(X, X[idx], fbar_t, device=device, max_kernel_mb=max_kernel_mb, rtol=rtol,
-                         jitter=jitter)
-    return npc_update(fbar_t, stats, noise=noise, lam=lam, kf=stats.kf)
-
 # %% ../nbs/05_nystrom.ipynb #4df149a3
 def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
                        X: np.ndarray, # (N, D) the references' pre-scaled features
@@ -238,6 +216,28 @@ def npc_step_reference(fbar_t: np.ndarray, # (N,) the current target, unit norm 
     w, E = np.linalg.eigh(Y.T @ Y)
     f = Y @ E[:, -1]
     return orient(f / np.linalg.norm(f), fbar_t)
+
+# %% ../nbs/05_nystrom.ipynb #b5abbce3
+def npc_step(fbar_t: np.ndarray, # (N,) the current target, unit norm and centred
+             X: np.ndarray, # (N, D) the references' pre-scaled features (`kernel_features`)
+             *,
+             noise: float = 0.1, # GP noise $\sigma^2$ (> 0)
+             lam: float = 1.0, # $\lambda_J$, the weight of predictability
+             n_basis: int = 300, # $N'$, the Nystrom basis size (evenly spaced rows)
+             basis=None, # explicit basis row indices, overriding `n_basis`
+             device: str = "cpu", # "cpu" or "cuda"
+             rtol: float = 1e-10, # truncation of the whitening of $K_{BB}$ when `jitter` is 0
+             jitter: float = BASIS_JITTER, # $\delta$: the basis kernel is $K_{BB}+\delta\bar\kappa I$ (0: $K_{BB}$, truncated at `rtol`)
+             max_kernel_mb: float = 256, # store $K_{GB}$ when it takes at most this; 0 streams
+            ) -> np.ndarray: # f*, (N,)
+    "One Nyström NPC update from the features `X`: `kernel_stats` then `npc_update`; returns the unit-norm, centred, oriented $\\mathbf f^*$."
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    fbar_t = _check_step_args(fbar_t, n, noise, lam)
+    idx = basis_indices(n, n_basis) if basis is None else np.asarray(basis)
+    stats = kernel_stats(X, X[idx], fbar_t, device=device, max_kernel_mb=max_kernel_mb, rtol=rtol,
+                         jitter=jitter)
+    return npc_update(fbar_t, stats, noise=noise, lam=lam, kf=stats.kf)
 
 # %% ../nbs/05_nystrom.ipynb #c8f3d5b2
 ARROW_MIN_ITER = 4   # iterations from which npc_iterate diagonalises lambda_J G once (one full eigh costs about 3.5 syevr subset calls)
