@@ -40,6 +40,7 @@ class _Chunks(list):
     "Row ranges (lo, hi), and `threads`, the number of workers that run them."
     threads = 1
 
+# %% ../nbs/03a_blocks.ipynb #dc588623
 def _chunks(N: int, block_rows: int, n_threads: int) -> _Chunks:
     """At most `_PARTS` contiguous row ranges of whole blocks, fixed by N and `block_rows` alone; `n_threads` only
     says how many workers take them (in any order), so a sum over the ranges never depends on it."""
@@ -74,6 +75,7 @@ def _iter_chunks(work, chunks: _Chunks, blas: bool = True):
         else:
             yield from _pool(chunks.threads).map(lambda c: work(*c), chunks)
 
+# %% ../nbs/03a_blocks.ipynb #f776d109
 def _run_chunks(work, chunks: _Chunks, blas: bool = True) -> list:
     "`_iter_chunks` as a list: the results in chunk order."
     return list(_iter_chunks(work, chunks, blas))
@@ -409,6 +411,7 @@ def _scaled_columns(x, c):
     _run_chunks(lambda lo, hi: _affine_rows(x, np.ones(k), np.zeros(k), c, out, lo, hi), _row_chunks(x), blas=False)
     return out
 
+# %% ../nbs/03a_blocks.ipynb #15a489c2
 def _column_gram(x):
     """x^T x (K, K) for a float64 (N, K) `x`: NumPy's syrk over the fixed row chunks in worker threads, added in chunk
     order (so the same bits for any number of threads)."""

@@ -121,6 +121,7 @@ def _stored_chunks(K, rows, n_threads):
     "Row chunks of a stored K for its products: one thread when K is small (starting workers costs more)."
     return _chunks(K.shape[0], rows, _check_threads(1 if K.size < _PAR_MIN * 8 else n_threads))
 
+# %% ../nbs/04a_kernel_stats.ipynb #73ed74c7
 def _rmatvec32_stored(K, V, n_threads=None, rows=1024):
     "K^T V for a stored float32 K (N, N'): float32 products per `rows` rows, summed in float64."
     V32 = np.ascontiguousarray(V, dtype=np.float32)
@@ -164,6 +165,7 @@ def _rmatvec32_streamed(X, B, V, prod32, block_rows=None, n_threads=None):
     parts = _stream32(X, B, prod32, lambda Kb, s, e: (Kb.T @ Vc[s:e]).astype(np.float64), block_rows, n_threads)
     return np.ascontiguousarray(sum(p for chunk in parts for p in chunk))
 
+# %% ../nbs/04a_kernel_stats.ipynb #2798318c
 def _matvec32_streamed(X, B, u, prod32, block_rows=None, n_threads=None):
     "K u, the kernel recomputed in float32 block by block."
     U = np.asarray(u, dtype=np.float32 if prod32 else np.float64)
