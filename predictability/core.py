@@ -195,6 +195,7 @@ def check_rows(f: np.ndarray, # evaluations on N points, (N,) or (N, K)
         raise ValueError(f"`{fname}` has {f.shape[0]} points but `{gname}` has {G.shape[0]}; both must be evaluated "
                          "on the same points.")
 
+# %% ../nbs/00_core.ipynb #90a1e178
 def normalize_pair(f, # a predictor (N,): an array, list or pandas Series
                    G, # the references (N, R): an array or DataFrame
                    fname: str = "fbar_t", # `f`'s argument name, quoted in error messages

@@ -78,6 +78,7 @@ def q_prime(K: np.ndarray, # (N, N) kernel matrix $K$ on the rows of the referen
     Q -= 1.0 / n                                            # + C_N   (e:qprime)
     return Q
 
+# %% ../nbs/04_npc_exact.ipynb #950e666b
 def nonlinear_predictability(f: np.ndarray, # (N,) the predictor $\mathbf f$ (any shift and scale)
                              K: np.ndarray, # (N, N) kernel matrix $K$ on the rows of the references
                              noise: float, # the GP noise variance $\sigma^2>0$

@@ -91,16 +91,6 @@ def _reduced(stats: KernelStats, noise: float):
 # %% ../nbs/05_nystrom.ipynb #f4213d82
 _JITTERS = contextvars.ContextVar("nystrom_jitters", default=None)
 
-@contextmanager
-def record_jitters():
-    "Collect, in this context (threads started in copies of it included), every (noise, jitter) that the steps needed."
-    log = []
-    token = _JITTERS.set(log)
-    try:
-        yield log
-    finally:
-        _JITTERS.reset(token)
-
 def _report_jitter(noise, jitter, trace, products):
     "Warn of a jitter that `_t_half` needed, and record it where `record_jitters` listens."
     warnings.warn(f"V^T V + noise*I was not positive definite at noise={noise:.3g} ({products} kernel statistics): "
@@ -112,6 +102,17 @@ def _report_jitter(noise, jitter, trace, products):
     log = _JITTERS.get()
     if log is not None:
         log.append((float(noise), float(jitter)))
+
+# %% ../nbs/05_nystrom.ipynb #dcc2c2d4
+@contextmanager
+def record_jitters():
+    "Collect, in this context (threads started in copies of it included), every (noise, jitter) that the steps needed."
+    log = []
+    token = _JITTERS.set(log)
+    try:
+        yield log
+    finally:
+        _JITTERS.reset(token)
 
 # %% ../nbs/05_nystrom.ipynb #78aa6e3a
 def _small_problem(stats: KernelStats, kf: np.ndarray, noise: float, lam: float):
