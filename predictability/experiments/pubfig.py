@@ -122,6 +122,7 @@ def _no_joint(cfg):
                        n_basis=cfg.n_basis, progress=False, **s).history
     return per_column_method("npc w/o joint", fn, [cfg.fixed], lambda F: {"ard": fit_ard_joint(F)})
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #41dad5f7
 def pubfig_methods(cfg: PubFigConfig,            # the run's configuration
                    cache: dict | None = None,   # shared dict: identical combine runs are reused
                   ) -> list:
@@ -188,6 +189,7 @@ def ablation_methods(cfg: PubFigConfig,            # the run's configuration (`c
 def _gains(r, base="f0"):
     return {k: v - r.test[base] for k, v in r.test.items() if k != base}
 
+# %% ../../nbs/experiments/03_pubfig.ipynb #4407f6bd
 def run_split(data,                      # a `PubFig` (features, attributes, class_labels)
               seed: int,                 # the split's random_state
               cfg: PubFigConfig,         # what to run
