@@ -57,6 +57,7 @@ def _ard_terms(theta, GtG, Gtf, ftf, n, hessian: bool = False):
     out = energy, grad, m, gamma, r - lam * (m @ m)   # r = |f - G mu|^2 + lambda mu^T Sigma^-1 mu
     return out + (_ard_hessian(np.tril(Linv), lam, m, grad, out[4], n),) if hessian else out
 
+# %% ../nbs/06_ard.ipynb #ffd50ef8
 def ard_energy(theta, # $[\log\sigma_1,\dots,\log\sigma_R,\log\lambda]$, (R + 1,)
                GtG, # $G^\top G$ of the z-scored references, (R, R)
                Gtf, # $G^\top\mathbf f$, (R,)
@@ -80,10 +81,12 @@ def _held(theta, g, lower, upper) -> np.ndarray:
     "Where the box holds a variable: at a bound with the gradient pointing out of the box, or fixed (equal bounds)."
     return ((theta <= lower) & (g > 0)) | ((theta >= upper) & (g < 0)) | (lower == upper)
 
+# %% ../nbs/06_ard.ipynb #0087aefa
 def _projected(theta, g, lower, upper) -> float:
     "The largest entry of the gradient `g` projected on the box (zero where a bound holds the variable)."
     return float(np.abs(np.where(_held(theta, g, lower, upper), 0.0, g)).max())
 
+# %% ../nbs/06_ard.ipynb #4147b5a5
 def _fixed_point(theta, GtG, Gtf, ftf, n, lower, upper, steps=None, tol: float = 1e-6):
     "MacKay's re-estimation from `theta`, clipped to the box, while the energy falls and the projected gradient exceeds `tol`: (theta, steps taken)."
     steps = ARD_STEPS if steps is None else steps
@@ -160,6 +163,7 @@ def _check_bounds(bounds):
         raise ValueError(f"`bounds` must be finite with low < high; got {bounds!r}.")
     return lo, hi
 
+# %% ../nbs/06_ard.ipynb #e5a042eb
 def fit_ard_gram(GtG, # $G^\top G$ of the z-scored references, (R, R)
                  Gtf, # $G^\top\mathbf f$, (R,)
                  ftf, # $\mathbf f^\top\mathbf f$ (positive)

@@ -20,7 +20,7 @@ from .ard import fit_ard_joint
 from .core import check_auto, check_bool, check_int, check_random_state, one_blas_thread
 from .blocks import _default_threads
 from .labelled import CombineResult, is_pandas, label_result
-from .kstats import reuse_kernel_stats
+from .statscache import reuse_kernel_stats
 from .alternatives import Alternative
 from .labelfree import input_precision
 from .methods import Method, make_method
@@ -28,7 +28,7 @@ from .nystrom import record_jitters
 from .problem import prepare
 from .sweeps import ClientColumns, check_client
 
-_all_ = ["reuse_kernel_stats", "CombineResult"]   # defined in `kstats` and `labelled`, kept importable from here
+_all_ = ["reuse_kernel_stats", "CombineResult"]   # defined in `statscache` and `labelled`, kept importable from here
 
 # %% ../nbs/07_combine.ipynb #b5e6fa62
 def _map_columns(fn, cols, n_jobs: int):

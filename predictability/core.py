@@ -34,6 +34,7 @@ def _pandas_values(x, name: str) -> np.ndarray:
             raise ValueError(f"`{name}` must be real numeric data; {what} dtype {s.dtype}. Convert or encode it first.")
     return x.to_numpy(dtype=np.float64, na_value=np.nan)
 
+# %% ../nbs/00_core.ipynb #495ddeb2
 def as_predictors(x, # predictor evaluations: an array, list, pandas Series or DataFrame, (N,) or (N, K)
                   name: str, # the argument's name, quoted in error messages
                   *,
@@ -70,9 +71,11 @@ def as_predictors(x, # predictor evaluations: an array, list, pandas Series or D
 def _is_bool(x) -> bool:
     return isinstance(x, (bool, np.bool_))
 
+# %% ../nbs/00_core.ipynb #5083e061
 def _describe(x) -> str:
     return f"{x!r} ({type(x).__name__})"
 
+# %% ../nbs/00_core.ipynb #5c5b1c92
 def check_scalar(x, # the value to check
                  name: str, # the argument's name, quoted in the error message
                  *,
@@ -160,12 +163,14 @@ def _column_scale(x: np.ndarray) -> np.ndarray:
     s = np.abs(x).max(axis=0)
     return np.where(s > 0, s, 1.0)
 
+# %% ../nbs/00_core.ipynb #944e328a
 def _constant_columns(x: np.ndarray) -> np.ndarray:
     x2 = x.reshape(x.shape[0], -1)
     x2 = x2 / _column_scale(x2)                 # in [-1, 1]: the spread test cannot overflow
     spread = x2.max(axis=0) - x2.min(axis=0)
     return np.flatnonzero(spread <= 1e-12 * np.abs(x2).max(axis=0))
 
+# %% ../nbs/00_core.ipynb #0ee4f262
 def normalize(x: np.ndarray, # predictor evaluations, (N,) or (N, K); no constant column
               name: str = "x", # the argument's name, quoted in the error message
              ) -> np.ndarray: # $\overline{\mathbf x}$: centred, unit-norm columns, the same shape
@@ -190,6 +195,7 @@ def check_rows(f: np.ndarray, # evaluations on N points, (N,) or (N, K)
         raise ValueError(f"`{fname}` has {f.shape[0]} points but `{gname}` has {G.shape[0]}; both must be evaluated "
                          "on the same points.")
 
+# %% ../nbs/00_core.ipynb #90a1e178
 def normalize_pair(f, # a predictor (N,): an array, list or pandas Series
                    G, # the references (N, R): an array or DataFrame
                    fname: str = "fbar_t", # `f`'s argument name, quoted in error messages
@@ -255,6 +261,7 @@ def orient(f: np.ndarray, # the vectors to orient, (N,) or (N, K)
 def _flag(name: str, default: bool) -> bool:
     return os.environ.get(name, "1" if default else "0").strip().lower() in ("1", "true", "yes", "on")
 
+# %% ../nbs/00_core.ipynb #a6e0c0a8
 JIT_OPTIONS = dict(
     fastmath=_flag("PREDICTABILITY_FASTMATH", False),
     cache=_flag("PREDICTABILITY_CACHE", True),

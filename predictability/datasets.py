@@ -27,6 +27,7 @@ def _as_mat(p) -> Path | None:
         p = p / "data.mat"
     return p.resolve() if p.is_file() else None
 
+# %% ../nbs/11_datasets.ipynb #a82da148
 def pubfig_path(path=None, # a `data.mat` file or a folder holding one; None: look in the default places
 
                ) -> Path | None: # the resolved path of `data.mat`, or None when it is not found
@@ -58,6 +59,7 @@ class PubFig:
 def _names(cell) -> list:
     return [str(np.asarray(c).ravel()[0]) for c in np.asarray(cell, dtype=object).ravel()]
 
+# %% ../nbs/11_datasets.ipynb #221fc060
 def load_pubfig(path=None, # as for `pubfig_path`; None: the default places
 
                ) -> PubFig: # the data set

@@ -20,7 +20,8 @@ from .ard import fit_ard_joint_gram
 from .combination import Options, warn_unchanged
 from .core import NormStats, one_blas_thread
 from .kernels import gaussian_kernel, gram_stats, kernel_matvec
-from .kstats import BASIS_JITTER, Backend, CPUBackend, KernelStats, basis_shift, shifted_sums
+from .basis import BASIS_JITTER, basis_shift, shifted_sums
+from .kstats import Backend, CPUBackend, KernelStats
 from .labelfree_chunks import ChunkRows, chunk_plans
 from .lpc import check_collinear
 from .methods import NPC, ColumnPlan, Run

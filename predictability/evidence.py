@@ -14,7 +14,8 @@ from scipy import optimize
 
 from .core import one_blas_thread
 from .kernels import gaussian_kernel
-from .kstats import KernelStats, Whitening, whiten
+from .kstats import KernelStats
+from .basis import Whitening, whiten
 
 # %% ../nbs/07a1_evidence.ipynb #e54629d7
 NOISE_BOUNDS = (1e-2, 1e4)      # $\sigma^2$: a bound of the model, not of the step's arithmetic (see the text)

@@ -46,16 +46,7 @@ def _collinear_columns(Gb: np.ndarray, rtol: float):
             kept.append(j)
     return found
 
-# %% ../nbs/02_lpc.ipynb #e91bfe6e
-def check_collinear(Gbar: np.ndarray, # the references, (N, R)
-                    name: str = "references", # the argument's name, quoted in the error message
-                    rtol: float = 1e-8, # the largest distance to the span of the earlier columns that counts as collinear
-                    normalized: bool = False, # `Gbar` is already on $\mathcal M$ (e.g. `prepare`'s): no second validation pass
-                   ) -> None: # raises `ValueError` when some are
-    r"Raise `ValueError` naming each reference (column) that is within `rtol` of the span of the earlier ones, after projection onto $\mathcal M$."
-    Gb = Gbar if normalized else _normalize_fast(as_predictors(Gbar, name, ndim=(2,)), name)
-    _check_collinear(Gb, name, check_scalar(rtol, "rtol", high=1.0))
-
+# %% ../nbs/02_lpc.ipynb #9ec9de5b
 def _check_collinear(Gb, name, rtol):
     N, R = Gb.shape
     if N > R:   # every distance >= sqrt(lambda_min(Gb^T Gb)), known to within (N + R) R eps: conclusive above that
@@ -71,6 +62,16 @@ def _check_collinear(Gb, name, rtol):
         raise ValueError(f"`{name}` are collinear (rtol={rtol:g}): " + "; ".join(parts)
                          + f". Drop the redundant column(s) {[j for j, _, _ in found]}; "
                          "duplicated or linearly dependent references add nothing and make (G^T G) singular.")
+
+# %% ../nbs/02_lpc.ipynb #e91bfe6e
+def check_collinear(Gbar: np.ndarray, # the references, (N, R)
+                    name: str = "references", # the argument's name, quoted in the error message
+                    rtol: float = 1e-8, # the largest distance to the span of the earlier columns that counts as collinear
+                    normalized: bool = False, # `Gbar` is already on $\mathcal M$ (e.g. `prepare`'s): no second validation pass
+                   ) -> None: # raises `ValueError` when some are
+    r"Raise `ValueError` naming each reference (column) that is within `rtol` of the span of the earlier ones, after projection onto $\mathcal M$."
+    Gb = Gbar if normalized else _normalize_fast(as_predictors(Gbar, name, ndim=(2,)), name)
+    _check_collinear(Gb, name, check_scalar(rtol, "rtol", high=1.0))
 
 # %% ../nbs/02_lpc.ipynb #a7788bb9
 def linear_predictability(f: np.ndarray, # the predictor(s), (N,) or (N, K)
@@ -96,6 +97,7 @@ def lpc_update(fb: np.ndarray, # the current target, already on $\mathcal M$ (ce
     Y = np.column_stack([fb, np.sqrt(lam) * _basis(Gb, rtol)])     # A = Y Y^T (e:lpc)
     return top_direction(Y, fb)
 
+# %% ../nbs/02_lpc.ipynb #b621a21f
 def lpc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
              Gbar: np.ndarray, # the references, (N, R)
              lam: float = 1.0, # $\lambda_J$, the weight of predictability, >= 0
@@ -106,6 +108,7 @@ def lpc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, 
     lam = check_scalar(lam, "lam")
     return lpc_update(fb, Gb, lam, check_scalar(rtol, "rtol", high=1.0))
 
+# %% ../nbs/02_lpc.ipynb #fee9dd74
 def lpc_objective(f: np.ndarray, # the candidate predictor, (N,)
 
                   fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)

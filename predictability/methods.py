@@ -18,7 +18,8 @@ from .alternatives import MTL, PC1, Alternative, Average
 from .core import check_auto, check_int, check_scalar
 from .blocks import _scaled_columns
 from .kernels import gaussian_kernel
-from .kstats import Backend, kernel_stats, make_backend, shared_store
+from .kstats import Backend, kernel_stats, make_backend
+from .statscache import shared_store
 from .labelfree import HeldColumns, column_choices, column_slice, feature_scales, other_columns
 from .lpc import lpc_iterate, lpc_update
 from .npc_exact import npc_exact_span, npc_exact_step

@@ -63,6 +63,7 @@ def opc_update(fb: np.ndarray, # the current target, already on $\mathcal M$ (ce
     Y = np.column_stack([fb, Gb * np.sqrt(lam * w)])   # A = Y Y^T
     return top_direction(Y, fb)
 
+# %% ../nbs/01_opc.ipynb #14a93dce
 def opc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)
              Gbar: np.ndarray, # the references, (N, R)
              lam: float = 1.0, # $\lambda_O$, the weight of the references, >= 0
@@ -74,6 +75,7 @@ def opc_step(fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, 
     sigma2 = check_scalar(sigma2, "sigma2", strict=True)
     return opc_update(fb, Gb, lam, sigma2)
 
+# %% ../nbs/01_opc.ipynb #ea750ed5
 def opc_objective(f: np.ndarray, # the candidate predictor, (N,)
 
                   fbar_t: np.ndarray, # the current target $\overline{\mathbf f}^t$, (N,)

@@ -16,7 +16,7 @@ from .core import NormStats, as_predictors
 from .blocks import _normalize_fast
 from .labelled import align, labels_of
 from .lpc import check_collinear
-from .kstats import shared_store
+from .statscache import shared_store
 
 # %% ../nbs/07e_problem.ipynb #9e4a0f16
 def _check_range(F2):

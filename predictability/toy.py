@@ -68,6 +68,7 @@ def _opc_history(problem, lam, sigma2, n_iter):
         out.append(f)
     return out
 
+# %% ../nbs/10_toy.ipynb #d4c5755a
 def run_toy(problem: ToyProblem, # one draw from `make_toy`
             settings: dict = TOY_SETTINGS, # the grids per method and the iteration cap (`TOY_SETTINGS`)
             random_state=None, # seed or numpy Generator for the validation half

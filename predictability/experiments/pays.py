@@ -24,7 +24,7 @@ class ResidualStats:
     residual_share: float # mean share of a standardised column's variance that is residual
     corr: np.ndarray      # (P, P) correlation matrix of the residuals
 
-# %% ../../nbs/experiments/04_pays.ipynb #06379a13
+# %% ../../nbs/experiments/04_pays.ipynb #b436d5f3
 def _group_residual(z, g):
     u, inv = np.unique(g, return_inverse=True)
     if len(u) > len(z) // 3:                      # continuous labels: residual from a line in the label
@@ -33,6 +33,7 @@ def _group_residual(z, g):
     means = np.bincount(inv, weights=z) / np.bincount(inv)
     return z - means[inv]
 
+# %% ../../nbs/experiments/04_pays.ipynb #06379a13
 def residuals(F,                # (n, P) predictors on labelled rows
               labels,           # (n,) one label per row, or (n, P) one per column
              ) -> np.ndarray:
@@ -102,7 +103,7 @@ class GainEstimate:
     mean_gain: float         # the mean of `gain` over the columns
     advice: str              # a sentence: combine, or average, or neither
 
-# %% ../../nbs/experiments/04_pays.ipynb #734d2785
+# %% ../../nbs/experiments/04_pays.ipynb #ce223934
 def _advice(r, g):
     if r >= 0.3:
         s = "the predictors' errors are strongly shared; combination removes little of them"
@@ -112,6 +113,7 @@ def _advice(r, g):
         s = "the errors are nearly independent; this is where combination pays"
     return f"residual mean |r| = {r:.2f}: {s} (held-out gain {g:+.2f})."
 
+# %% ../../nbs/experiments/04_pays.ipynb #734d2785
 def expected_gain(F,                      # (N, P) predictors on the same N points
                   labels,                 # (n, P) labels of the rows `index` (no NaN)
                   index,                  # the n labelled rows

@@ -339,6 +339,20 @@ def _make(family, params, basis, random_state):
         return LaplacianRankSVM(**params, basis=basis, random_state=random_state)
     return MLPRanker(**params, random_state=random_state)
 
+# %% ../../nbs/experiments/00_rankers.ipynb #e252eb72
+def _search(families, grids, basis, seed, X_train, y_train, X_val, y_val, Xu):
+    best, scores = None, []
+    for fam in families:
+        for params in grids.get(fam, []):
+            r = _make(fam, params, basis, seed)
+            r.fit(X_train, y_train, Xu) if fam == "laplacian" else r.fit(X_train, y_train)
+            tau = kendall_tau(r.decision_function(X_val), y_val)
+            scores.append((fam, dict(params), tau))
+            if best is None or tau > best.val_tau:
+                best = BestRanker(r, fam, dict(params), tau)
+    return best, scores
+
+# %% ../../nbs/experiments/00_rankers.ipynb #b8710833
 def fit_best_ranker(X_train,                # labelled training rows (N, D)
                     y_train,                # their labels (N,), larger = ranked higher
                     X_val,                  # labelled validation rows (M, D): the choice is made on these
@@ -374,16 +388,3 @@ def fit_best_ranker(X_train,                # labelled training rows (N, D)
         raise ValueError("`grids` holds no setting for the requested `families`.")
     best.scores = scores
     return best
-
-# %% ../../nbs/experiments/00_rankers.ipynb #e252eb72
-def _search(families, grids, basis, seed, X_train, y_train, X_val, y_val, Xu):
-    best, scores = None, []
-    for fam in families:
-        for params in grids.get(fam, []):
-            r = _make(fam, params, basis, seed)
-            r.fit(X_train, y_train, Xu) if fam == "laplacian" else r.fit(X_train, y_train)
-            tau = kendall_tau(r.decision_function(X_val), y_val)
-            scores.append((fam, dict(params), tau))
-            if best is None or tau > best.val_tau:
-                best = BestRanker(r, fam, dict(params), tau)
-    return best, scores
