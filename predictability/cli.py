@@ -18,16 +18,6 @@ import time
 import warnings
 from pathlib import Path
 
-# %% ../nbs/13_cli.ipynb #76389826
-_MOVED = ("FORMATS", "Predictors", "check_outputs", "file_format", "read_predictors", "write_predictors", "write_table")
-
-def __getattr__(name):
-    "read_predictors & co. lived here: still importable from predictability.cli (loaded on first use)."
-    if name in _MOVED:
-        from predictability import fileio
-        return getattr(fileio, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # %% ../nbs/13_cli.ipynb #1a2db5c7
 def _number(option: str, *, low: float = 0.0, strict: bool = False, integer: bool = False, auto: bool = False):
     "An argparse `type` for `option` (its name in messages): a finite number `> low` (`strict`) or `>= low`; an int when `integer`."
