@@ -36,6 +36,7 @@ def chunked_format(path, # a file or folder name; only its extension is used
                          "file or a folder of parts) or .zarr (outputs also .csv or .npy).")
     return CHUNKED_FORMATS[ext]
 
+# %% ../nbs/13a2_filechunks.ipynb #82572bf9
 def need_dask(why: str, # what needs Dask, in the user's words: a flag or a file
               distributed: bool = False, # also `distributed`, for a cluster
              ):
@@ -126,6 +127,7 @@ def _part(read, f, role: str, path, *args, **kw):
         raise ValueError(f"{role} {str(path)!r}{where} is not a readable Parquet file ({type(e).__name__}: "
                          f"{' '.join(str(e).split())}); write it again, or remove it.") from None
 
+# %% ../nbs/13a2_filechunks.ipynb #3f4af214
 def _parquet_layout(files, role: str, path, index_col=None):
     "(value columns, label column, its name, range, row groups [(file, group, first row, rows)]), every part checked."
     import pyarrow as pa
@@ -161,6 +163,7 @@ def _refuse_missing(values, s: int, groups, cols: list, role: str, path):
                          f"{s + i + 1} ({int(bad.sum())} in rows {s + 1}-{s + len(values)}); every point needs a value: "
                          "fill it in, or drop that row from every file.")
 
+# %% ../nbs/13a2_filechunks.ipynb #275b1cac
 def _read_rows(groups, s: int, e: int, cols: list, label, rng, where=None):
     """Rows s:e of a Parquet layout: (values float64 (e - s, K), labels or None); a missing value becomes NaN, or with
     `where` (role, path) a ValueError naming the part, the row and the column, as is a part that fails to read."""
@@ -305,6 +308,7 @@ def _write_part(values, labels, names, index_name, path) -> int:
     pd.DataFrame(v, columns=names or [str(j) for j in range(v.shape[1])], index=ix).to_parquet(path, index=ix is not None)
     return len(v)
 
+# %% ../nbs/13a2_filechunks.ipynb #3330f910
 def _write_folder(path, write):
     "Write a folder (Parquet parts, Zarr) by `write(tmp)` into a new folder beside `path`, then rename it to `path`."
     import shutil
@@ -326,6 +330,7 @@ def _in_order(values, labels, batch: int = 8):
     for s in range(0, len(blocks), batch):
         yield from zip(*dask.compute(list(blocks[s:s + batch]), list(labs[s:s + batch])))
 
+# %% ../nbs/13a2_filechunks.ipynb #ac187274
 def _stream_csv(fh, values, labels, names, index_name, sep, decimal):
     for k, (v, lab) in enumerate(_in_order(values, labels)):
         ix = None if lab is None else pd.Index(lab, name=index_name)

@@ -12,16 +12,7 @@ from pathlib import Path
 
 from .options import number_type
 
-# %% ../nbs/133_showcase.ipynb #56d76503
-def add_toy_command(sub):
-    "The `toy` subcommand: the paper's Table 1 ([toy problems](10_toy.ipynb))."
-    t = sub.add_parser("toy", help="print the toy problems' table (the paper's Table 1)",
-                       description="Mean pairwise accuracy (%%) of f0, OPC, LPC and NPC on the two toy problems.")
-    t.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    t.add_argument("--seeds", type=number_type("--seeds", integer=True, low=1), metavar="N", default=10,
-                   help="number of random draws (default: 10)")
-    t.set_defaults(func=_toy)
-
+# %% ../nbs/133_showcase.ipynb #388013bb
 def _toy(args) -> int:
     try:
         from predictability.toy import toy_table
@@ -40,6 +31,16 @@ def _toy(args) -> int:
     print(f"mean pairwise accuracy (%) over {args.seeds} seed(s)")
     return 0
 
+# %% ../nbs/133_showcase.ipynb #56d76503
+def add_toy_command(sub):
+    "The `toy` subcommand: the paper's Table 1 ([toy problems](10_toy.ipynb))."
+    t = sub.add_parser("toy", help="print the toy problems' table (the paper's Table 1)",
+                       description="Mean pairwise accuracy (%%) of f0, OPC, LPC and NPC on the two toy problems.")
+    t.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    t.add_argument("--seeds", type=number_type("--seeds", integer=True, low=1), metavar="N", default=10,
+                   help="number of random draws (default: 10)")
+    t.set_defaults(func=_toy)
+
 # %% ../nbs/133_showcase.ipynb #cae770d4
 DEMO_FILES = ("table.csv", "table.md", "relevance.png", "iterations.png", "README.md")   # what run_demo writes
 
@@ -51,6 +52,21 @@ def check_demo_out(out):
         raise ValueError(f"--out {str(out)!r} is a folder with other files in it ({', '.join(clash) or 'no clash yet'}"
                          f"); the demo writes {', '.join(DEMO_FILES)} there. Choose a new or empty folder, or an "
                          "earlier report's.")
+
+# %% ../nbs/133_showcase.ipynb #1dce75ff
+def _demo(args) -> int:
+    from predictability.demo import QUICK_DEMO, chosen_table, markdown_table, run_demo
+    check_demo_out(args.out)
+    kw = dict(QUICK_DEMO) if args.quick else {}
+    rep = run_demo(args.out, random_state=args.seed, progress=not args.no_progress, **kw)
+    print(rep.to_markdown())
+    print("\nChosen on the validation genes:\n")
+    print(markdown_table(chosen_table(rep)))
+    merged = "; ".join(" = ".join(g) for g in rep.merged) or "none"
+    print(f"\nKendall tau x100 on {rep.sizes['test']} held-out genes; dropped: {', '.join(rep.dropped) or 'none'}; "
+          f"identical baselines combined as one: {merged}; {rep.timings['total']:.0f} s.")
+    print(f"report written to {Path(args.out).resolve()} ({', '.join(rep.paths)})")
+    return 0
 
 # %% ../nbs/133_showcase.ipynb #ef169d54
 def add_demo_command(sub):
@@ -65,17 +81,3 @@ def add_demo_command(sub):
     m.add_argument("--quick", action="store_true", help="a small grid, 5 iterations, N'=100 (about a minute)")
     m.add_argument("--no-progress", action="store_true", help="no progress messages on stderr")
     m.set_defaults(func=_demo)
-
-def _demo(args) -> int:
-    from predictability.demo import QUICK_DEMO, chosen_table, markdown_table, run_demo
-    check_demo_out(args.out)
-    kw = dict(QUICK_DEMO) if args.quick else {}
-    rep = run_demo(args.out, random_state=args.seed, progress=not args.no_progress, **kw)
-    print(rep.to_markdown())
-    print("\nChosen on the validation genes:\n")
-    print(markdown_table(chosen_table(rep)))
-    merged = "; ".join(" = ".join(g) for g in rep.merged) or "none"
-    print(f"\nKendall tau x100 on {rep.sizes['test']} held-out genes; dropped: {', '.join(rep.dropped) or 'none'}; "
-          f"identical baselines combined as one: {merged}; {rep.timings['total']:.0f} s.")
-    print(f"report written to {Path(args.out).resolve()} ({', '.join(rep.paths)})")
-    return 0
