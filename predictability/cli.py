@@ -80,20 +80,6 @@ def _add_apply(sub):
     add_talk(a)
     a.set_defaults(func=_cmd_apply)
 
-# %% ../nbs/13_cli.ipynb #63fdf27f
-def build_parser() -> argparse.ArgumentParser:
-    "The `predictability` argument parser: one `_add_<command>(subparsers)` per subcommand."
-    from predictability import __version__
-    p = Parser(prog="predictability", description="Test-time predictor combination by enhancing "
-                "joint predictability (Kim, Richardt & Chang, ECCV 2020).")
-    p.add_argument("--version", action="version", version=f"predictability {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-    from predictability.experiments.pubfig import add_pubfig_command
-    for add in (_add_combine, _add_fit, _add_apply, add_demo_command, add_toy_command, add_pubfig_command):  # experiments add theirs: add_<name>_command
-        add(sub)
-    sub.metavar = "{" + ",".join(sub.choices) + "}"
-    return p
-
 # %% ../nbs/13_cli.ipynb #cb6c98e3
 _FLAGS = {"n_iter": "--n-iter", "n_basis": "--n-basis", "noise": "--noise", "kernel_scale": "--kernel-scale",
           "lam": "--lam", "method": "--method", "device": "--device", "basis": "--basis", "precision": "--precision",
@@ -426,6 +412,20 @@ def _combine_in_chunks(args, by: str, fmt: str, rel_fmt) -> int:
          f"{model.params_['n_iter']} sweep(s)); wrote {where}" + (f" and {args.relevance}" if rel_fmt else ""))
     return 0
 
+
+# %% ../nbs/13_cli.ipynb #63fdf27f
+def build_parser() -> argparse.ArgumentParser:
+    "The `predictability` argument parser: one `_add_<command>(subparsers)` per subcommand."
+    from predictability import __version__
+    p = Parser(prog="predictability", description="Test-time predictor combination by enhancing "
+                "joint predictability (Kim, Richardt & Chang, ECCV 2020).")
+    p.add_argument("--version", action="version", version=f"predictability {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    from predictability.experiments.pubfig import add_pubfig_command
+    for add in (_add_combine, _add_fit, _add_apply, add_demo_command, add_toy_command, add_pubfig_command):  # experiments add theirs: add_<name>_command
+        add(sub)
+    sub.metavar = "{" + ",".join(sub.choices) + "}"
+    return p
 
 # %% ../nbs/13_cli.ipynb #e598ca98
 def main(argv: list | None = None, # the arguments after `predictability`; None: `sys.argv[1:]`
