@@ -67,15 +67,15 @@ def _ard_weights(m, ard, F2, Gr, P, rows):
     w = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(w, 0.0)
     return w, False, False
 
-def _long_run(m, run, n, P, n_sweeps, joint) -> bool:
-    "Is the run long: over about 1e11 flops, 5 s at 20 GFLOP/s?"
+def long_run(m, run, n, P, n_sweeps, joint) -> bool:
+    "Is the run of `m` long (a bar by default): over about 1e11 flops (`Method.cost`), 5 s at 20 GFLOP/s?"
     nb = 0 if run.basis is None else len(run.basis)
     return len(run.plans) * m.cost(n, P, nb, n_sweeps, joint) > 1e11
 
 
 # %% ../nbs/07_combine.ipynb #f71bcc97
-def progress_bar(progress, # True (a bar), False (none) or None (a bar for a long phase)
-                 long: bool, # is the phase long (e.g. `_long_run`; a fit from row chunks always is)?
+def progress_bar(progress, # True (a bar), False (none) or None (a bar for a long phase only)
+                 long: bool, # is the phase long (`long_run`: the same rule for every run)?
                  desc: str, # what the bar counts, e.g. "combine (npc)"
                 ):
     """The one progress policy of the long phases (`combine`'s sweeps, the fits from row chunks): `tqdm` as a function,
@@ -258,7 +258,7 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
         n_sweeps = max(plans[p].n_iter for p in range(h))           # references move only while a target column does
         run = m.run(weights, rows, plans, backend)
         run.spans = {} if record else None
-        bar = progress_bar(o.progress, _long_run(m, run, n, P, n_sweeps, joint), f"combine ({m.name})")
+        bar = progress_bar(o.progress, long_run(m, run, n, P, n_sweeps, joint), f"combine ({m.name})")
         history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar,
                                                             column_map(o.client, m))
     res = _note_jitters(_result(run, history, choices, pb.F, h, use_ard, joint, auto), jitters)

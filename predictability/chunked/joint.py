@@ -11,7 +11,7 @@ import dask.array as da
 
 from dataclasses import dataclass
 
-from ..combination import Options, progress_bar, reported
+from ..combination import Options, long_run, progress_bar, reported
 from .rows import DaskBackend, DaskFit, warn_if_unchanged, chunk_weights, on_workers, prepare_chunks, take_rows
 from .labelfree import ChunkRows, chunk_plans
 from ..nystrom import KernelSpan, span_coordinates
@@ -81,8 +81,9 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
     Hb = take_rows(H, basis)                                           # H^0's basis rows, each chunk its own
     plans, choices = chunk_plans(m, ChunkRows(H, _same, basis, Hb, be, take_rows), h, weights, o, cols=range(P))
     run = m.run(weights, basis, plans)
-    run.spans, bar = {}, progress_bar(o.progress, True, "fit from chunks (joint)")
-    for t in bar(range(max(plans[p].n_iter for p in range(h)))):           # references move only while a target column does
+    run.spans, n_sweeps = {}, max(plans[p].n_iter for p in range(h))
+    bar = progress_bar(o.progress, long_run(m, run, N, P, n_sweeps, True), "fit from chunks (joint)")
+    for t in bar(range(n_sweeps)):           # references move only while a target column does
         Hb = run.rows_at[t] = Hb if t == 0 else take_rows(H, basis)   # the basis rows of H^t
         spans = {p: _step_span(run, p, H, Hb, be) for p in range(P) if t < plans[p].n_iter}   # each its own sweeps
         for p, span in spans.items():
