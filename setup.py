@@ -12,7 +12,7 @@ requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
 cuda_requirements = ["numba-cuda>=0.20", "numpy<2.5"]   # a real GPU only (the simulator tests need numba alone); numba-cuda 0.30.4 registers np.row_stack, removed in NumPy 2.5
 demo_requirements = ["river>=0.21", "pyarrow"]
-dask_requirements = ["dask[array,dataframe,distributed]>=2024.1", "zarr>=3"]   # `predictability.distributed` and the CLI's chunked files
+dask_requirements = ["dask[array,dataframe,distributed]>=2024.1", "zarr>=3"]   # `predictability.chunked` and the CLI's chunked files
 
 readme = Path(__file__).parent / "README.md"
 

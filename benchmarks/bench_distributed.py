@@ -1,4 +1,4 @@
-"""Benchmark of the fit and transform over row chunks (`predictability.distributed`) on a LocalCluster, and its cost model.
+"""Benchmark of the fit and transform over row chunks (`predictability.chunked.rows`) on a LocalCluster, and its cost model.
 
 Run from the repository root:
 
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kernels import machine_info, peak_memory  # noqa: E402
 
 from predictability import Combiner  # noqa: E402
-from predictability.distributed import transform_dask  # noqa: E402
+from predictability.chunked.rows import transform_dask  # noqa: E402
 
 SETTINGS = dict(joint=False, noise=0.1, kernel_scale=1.0, n_iter=5, n_basis=300)   # fixed: no label-free choice
 PASSES = {"chunk_gram": "kernel statistics", "chunk_iterate": "K u (iterate's mean, norm)",   # the first kind found

@@ -157,7 +157,7 @@ def set_fitted(est, # the `Combiner` being fitted
 
 # %% ../nbs/07f_combiner.ipynb #5aa30459
 def _is_dask(X) -> bool:
-    "A Dask array or DataFrame: fitted and transformed chunk by chunk, where the chunks live (`predictability.distributed`)."
+    "A Dask array or DataFrame: fitted and transformed chunk by chunk, where the chunks live (`predictability.chunked.rows`)."
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 # %% ../nbs/07f_combiner.ipynb #b1234f22
@@ -206,8 +206,8 @@ def _fit(self, X):
 # %% ../nbs/07f_combiner.ipynb #d1487418
 def _fit_chunks(self, X):
     "`fit` of a Dask array or DataFrame: the settings and targets checked here, the fit from the chunks where they live."
-    from predictability.distributed import fit_dask   # Dask is an optional extra
-    from predictability.chunked_joint import fit_joint_dask
+    from predictability.chunked.rows import fit_dask   # Dask is an optional extra
+    from predictability.chunked.joint import fit_joint_dask
     if X.ndim != 2:
         raise ValueError(f"`X` must be 2-D, (N, P): one column per predictor; got a {X.ndim}-D Dask "
                          f"{type(X).__name__} of shape {X.shape}. Reshape your data (e.g. stack the predictors as columns).")
@@ -249,7 +249,7 @@ def _transform(self, X):
     check_is_fitted(self, "replay_")
     _check_version(self)
     if _is_dask(X):
-        from predictability.distributed import transform_dask
+        from predictability.chunked.rows import transform_dask
         return transform_dask(self, X)
     V = _values(self, X, reset=False)
     out = np.empty((V.shape[0], self.replay_.h))

@@ -197,7 +197,7 @@ def model_features(Hcols, # (N, k) columns already on the model space (unit-norm
 class HeldColumns:
     """The columns $\\overline H$ (N, P) in memory, unit-norm and centred, as the label-free choices (`column_choices`)
     read them: a column's choice, a reference's guard, ARD's weights, correlations. A fit from row chunks reads the
-    same from the chunks (`predictability.labelfree_chunks.ChunkRows` has these methods)."""
+    same from the chunks (`predictability.chunked.labelfree.ChunkRows` has these methods)."""
     def __init__(self, Hbar, # (N, P) the columns, unit-norm and centred (held, not copied)
                 ):
         self.H, (self.n, self.P) = Hbar, Hbar.shape
