@@ -1,4 +1,4 @@
-"""The `predictability` console script, run as a separate process (the notebook nbs/13_cli.ipynb tests `main`)."""
+"""The `predictability` console script, run as a separate process (the notebook nbs/48_cli.ipynb tests `main`)."""
 import importlib.util
 import json
 import os
@@ -152,7 +152,7 @@ def test_relevance(tmp_path, files):
                          tmp_path / "xr.csv", "--no-ard"), "--no-ard")
 
 
-@pytest.mark.parametrize("opt,val", [("--lam", "nan"), ("--n-basis", "0")])     # all of them: nbs/13_cli.ipynb
+@pytest.mark.parametrize("opt,val", [("--lam", "nan"), ("--n-basis", "0")])     # all of them: nbs/48_cli.ipynb
 def test_numeric_options_are_finite(files, opt, val):
     d, _, _ = files
     _one_error_line(_cli("combine", d / "target.csv", d / "refs.csv", "-o", d / "never.csv", f"{opt}={val}"), opt)
@@ -387,7 +387,7 @@ def test_fit_in_chunks_takes_the_label_free_defaults(tmp_path):
     fitted = Combiner.load(tmp_path / "m.npz")
     assert [c.n_iter for c in fitted.choices_] == [c.n_iter for c in mem.choices_] and mem.choices_[0].n_iter > 0
     # the ML width and noise sit at flat minima: the fit in memory itself moves by up to about 1e-4 of its prediction
-    # when its input moves by one ulp (nbs/07j_labelfree_chunks.ipynb), as the chunk sums' other order moves it
+    # when its input moves by one ulp (nbs/28_chunked_labelfree.ipynb), as the chunk sums' other order moves it
     want = mem.transform(X.to_numpy())
     np.testing.assert_allclose(fitted.transform(X.to_numpy()), want, rtol=0, atol=1e-3 * np.abs(want).max())
 

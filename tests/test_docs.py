@@ -264,7 +264,7 @@ def assert_show_doc(dom, name, page):
 # the site, as files
 
 def test_pages_exist(site):
-    assert (NBS / '00_core.ipynb').exists()
+    assert (NBS / '01_core.ipynb').exists()
     for page, nb in PAGES:
         assert (site / page).is_file(), f'{nb} has no page {page}'
     assert (site / 'core.html').is_file() and (site / 'index.html').is_file()
@@ -357,19 +357,19 @@ API_FIRST_PAGES = (
     'lpc.html',
     'kernels.html',
     'npc_exact.html',
-    'kernel_stats.html',
+    'kstats.html',
     'nystrom.html',
     'ard.html',
-    'combine.html',
+    'combination.html',
     'labelfree.html',
     'mtl.html',
-    'tune.html',
+    'tuning.html',
     'cuda.html',
     'toy.html',
     'datasets.html',
     'demo.html',
     'cli.html',
-    'io.html',
+    'fileio.html',
     'experiments/gl.html',
     'experiments/protocol.html',
     'experiments/pays.html',
@@ -767,7 +767,7 @@ def _nb(cells):
 def test_make_readme(tmp_path):
     import nbformat
     (tmp_path / 'nbs').mkdir()
-    nb = _nb([('md', '# proj\n\n> What it does, with $x^2$.\n\nSee [the core](00_core.ipynb) and '
+    nb = _nb([('md', '# proj\n\n> What it does, with $x^2$.\n\nSee [the core](01_core.ipynb) and '
                '[the web](https://example.com).'),
               ('code', '#| hide\nfrom proj import HIDDEN_IMPORT'),
               ('code', '#|hide\nHIDDEN_TOO = 1'),
@@ -786,7 +786,7 @@ def test_make_readme(tmp_path):
         assert hidden not in md, hidden
     assert '```python\nvisible_call(1)  # kept\n```' in md and 'VISIBLE_OUTPUT' in md and 'ECHO_OUTPUT' in md
     assert 'shown_line = 2' in md
-    assert '[the core](nbs/00_core.ipynb)' in md and '[the web](https://example.com)' in md
+    assert '[the core](nbs/01_core.ipynb)' in md and '[the web](https://example.com)' in md
     assert make_readme.main(['--nb', str(src), '--out', str(out), '--check']) == 0
     out.write_text(md + 'stale\n', encoding='utf-8')
     assert make_readme.main(['--nb', str(src), '--out', str(out), '--check']) == 1

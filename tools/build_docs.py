@@ -8,7 +8,7 @@ Steps:
    exported functions and classes, `#| hide`, `#| echo: false` and front matter behave as nbdev users expect.
 2. Post-process the processed notebooks for docutils/MyST (front matter -> title cell, Quarto cell options ->
    myst-nb tags, `#|` lines stripped, show_doc markdown cleaned) into `_proc/_build/src/`, named as nbdev names
-   pages (`00_core.ipynb` -> `core.html`), with a toctree in the paper's order (index, then numeric prefix).
+   pages (`01_core.ipynb` -> `core.html`), with a toctree in the paper's order (index, then numeric prefix).
    show_doc's docments signatures (fastcore 1.12 writes the comments inline) become a plain signature and a
    table of parameter, type, default and details, as nbdev's sites show them.
 3. `sphinx-build` with myst-nb, sphinx-book-theme and sphinx-mathjax-offline (MathJax 3 copied into the site).
