@@ -105,8 +105,8 @@ def _opening(t: int, # the iterations chosen
         return f"left unchanged: its references predict it no better than chance (p={p:.2g} > {alpha:g})"
     done = f"denoised for {_iterations(t)}" if t else "left unchanged"
     return (f"{done}: its references predict it {'far ' if decisive else ''}better than chance (p={p:.2g}), and "
-            f"{'that iteration' if t else 'the input'} is the closest to the GP's estimate of it plus {k:.2g} of what "
-            "the estimate leaves")
+            f"{'that iteration' if t else 'the input'} is the closest to the GP's estimate of it" +
+            (f" plus {k:.2g} of what the estimate leaves" if k else ""))
 
 # %% ../nbs/18_labelfree.ipynb #e953b903
 def choose(fbar,                  # (N,) unit-norm, centred column
