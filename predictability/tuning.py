@@ -22,7 +22,7 @@ from .combination import combine
 from .labelled import CombineResult, is_pandas, label_result
 from .problem import prepare
 from .kstats import make_backend
-from .alternatives import MTL, Peer
+from .alternatives import Alternative
 from .methods import METHODS
 from .core import as_predictors, check_bool, check_int, one_blas_thread
 
@@ -250,7 +250,7 @@ def _searches(method, methods, grid, combine_kwargs) -> list:
                          f"got {methods!r}.")
     if grid is not None and (not isinstance(grid, dict) or set(grid) - set(methods)):
         raise ValueError(f"with `methods`, `grid` is None or {{method name: grid}} for some of {list(methods)}; got {grid!r}.")
-    takes = lambda m, k: k in METHODS[m].settings or k in (("random_state",) if issubclass(METHODS[m], (Peer, MTL))
+    takes = lambda m, k: k in METHODS[m].settings or k in (("random_state",) if issubclass(METHODS[m], Alternative)
                                                           else _RUN_KEYWORDS)
     unused = [k for k in combine_kwargs if not any(takes(m, k) for m in methods)]
     if unused:
