@@ -23,7 +23,7 @@ from .labelfree import input_precision
 from .methods import Method, make_method
 from .nystrom import record_jitters
 from .problem import prepare
-from .chunked.columns import check_client, column_map
+from .columns import check_client, column_map
 
 _all_ = ["reuse_kernel_stats", "CombineResult"]   # defined in `statscache` and `labelled`, kept importable from here
 

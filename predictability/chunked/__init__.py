@@ -1,3 +1,3 @@
-"""The chunked back end: where Algorithm 1's columns run (threads of this process or a Dask client's tasks), the fits
-from row chunks with Dask (target-only and joint), and the label-free choice from row chunks. Importing this package
-imports no Dask module; its `rows`, `joint` and `labelfree` modules need the `dask` extra."""
+"""The chunked back end: the fits from row chunks with Dask (target-only and joint) and the label-free choice from
+row chunks. Where Algorithm 1's columns run (threads, or a Dask client's tasks) is `predictability.columns`.
+Importing this package imports no Dask module; its modules need the `dask` extra."""
