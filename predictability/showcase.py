@@ -33,7 +33,7 @@ def _toy(args) -> int:
 
 # %% ../nbs/41_showcase.ipynb #56d76503
 def add_toy_command(sub):
-    "The `toy` subcommand: the paper's Table 1 ([toy problems](33_toy.ipynb))."
+    "The `toy` subcommand: the paper's Table 1 (`predictability.toy`)."
     t = sub.add_parser("toy", help="print the toy problems' table (the paper's Table 1)",
                        description="Mean pairwise accuracy (%%) of f0, OPC, LPC and NPC on the two toy problems.")
     t.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -70,7 +70,7 @@ def _demo(args) -> int:
 
 # %% ../nbs/41_showcase.ipynb #ef169d54
 def add_demo_command(sub):
-    "The `demo` subcommand: the Yeast gene-function report ([demo](35_demo.ipynb))."
+    "The `demo` subcommand: the Yeast gene-function report (`predictability.demo`)."
     m = sub.add_parser("demo", help="run the Yeast gene-function demo and write a report",
                        description="Train per-class baselines on 150 Yeast genes, improve them with OPC, LPC and NPC "
                        "tuned on 100 genes, and report Kendall's tau on the rest. Needs predictability[demo].")

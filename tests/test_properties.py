@@ -134,12 +134,12 @@ def _run_case(path, cpus=None):
 @pytest.mark.skipif(not hasattr(__import__('os'), 'sched_setaffinity'), reason='needs os.sched_setaffinity (Linux)')
 def test_results_do_not_depend_on_the_number_of_cpus(tmp_path, monkeypatch):
     import os
-    from predictability import blocks, combination, gpfit
+    from predictability import blocks, columns, gpfit
     cpus = sorted(os.sched_getaffinity(0))
     one = _run_case(tmp_path / 'one.npy', {cpus[0]})
     default = _run_case(tmp_path / 'all.npy')
     np.testing.assert_array_equal(one, default)   # ARD joint, ARD target-only, no ARD: bit for bit
-    for mod in (blocks, combination, gpfit):   # four worker threads, whatever the machine has
+    for mod in (blocks, columns, gpfit):   # four worker threads, whatever the machine has
         monkeypatch.setattr(mod, '_default_threads', lambda: 4)
     ns = {}
     exec(compile(_CPU_CASE.replace('np.save(sys.argv[1], np.array(out))', ''), '<case>', 'exec'), ns)
