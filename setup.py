@@ -10,7 +10,7 @@ cfg = config["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
-cuda_requirements = ["numba-cuda>=0.20", "numpy<2.5"]   # a real GPU only (the simulator tests need numba alone); numba-cuda 0.30.4 registers np.row_stack, removed in NumPy 2.5
+cuda_requirements = cfg.get("cuda_requirements", "").split()   # a real GPU only (the simulator tests need numba alone): numba-cuda (numpy<2.5: 0.30.4 registers np.row_stack, removed in NumPy 2.5) and CuPy (the batched joint sweep)
 demo_requirements = ["river>=0.21", "pyarrow"]
 dask_requirements = ["dask[array,dataframe,distributed]>=2024.1", "zarr>=3"]   # `predictability.chunked` and the CLI's chunked files
 

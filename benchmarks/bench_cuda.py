@@ -6,6 +6,10 @@ Run from the repository root on a machine with a CUDA GPU:
     python benchmarks/bench_cuda.py             # AWA2 scale: N = 37,322, 80 predictors, N' = 300, 20 sweeps
     python benchmarks/bench_cuda.py --no-full   # without the 20-sweep joint run
     python benchmarks/bench_cuda.py --quick     # small sizes (also runs under NUMBA_ENABLE_CUDASIM=1, slowly)
+    python benchmarks/bench_cuda.py --batched   # the batched joint run against the column path, full AWA2 size, on
+                                                # the GPU (CuPy) when there is one, else the CPU (NumPy)
+    python benchmarks/bench_cuda.py --batched --size 6000,24,200,3   # N, P, N', sweeps: a smaller run
+    python benchmarks/bench_cuda.py --ratios    # CPU: batched / column-path time of one joint sweep at a few sizes
 
 What it reports:
 
@@ -16,7 +20,13 @@ What it reports:
   kernels); against one CPU step (`combine(joint=False, n_iter=1, ard=False)`) on both devices;
 * one joint sweep (every column once, ARD included) under cProfile: where the host's time goes;
 * the full joint run at fixed settings (`noise=0.1, kernel_scale=1.0`, ARD the default), its ARD share, and
-  `precision="float32"` (refused on the CUDA device: the message is printed).
+  `precision="float32"` (refused on the CUDA device: the message is printed);
+* `--batched`: the full joint run (ARD, fixed settings) with batched sweeps (`predictability.batched`: on the GPU
+  `device="cuda"` when CuPy sees one, else the CPU inside `batched_sweeps()`) and with the column-at-a-time sweeps
+  (`column_sweeps()`), their times, and their largest relative difference; on the CPU the FLOP floor of the sweeps
+  at this process's dgemm rate;
+* `--ratios`: on the CPU, one joint sweep (ARD weights given) batched and column at a time, alternating, medians
+  of wall and CPU time, at a few moderate sizes.
 """
 from __future__ import annotations
 
@@ -31,10 +41,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_kernels import median_time  # noqa: E402
+from bench_kernels import bench_dgemm, machine_info, median_time  # noqa: E402
 from bench_npc import joint_problem  # noqa: E402
 
 from predictability import combine  # noqa: E402
+from predictability import batched as pb  # noqa: E402
 from predictability import cuda as pc  # noqa: E402
 from predictability.ard import fit_ard_joint  # noqa: E402
 from predictability.labelfree import model_features  # noqa: E402
@@ -205,13 +216,83 @@ def full_run(H, nb, n_iter):
     return out, res.prediction
 
 
+def sweep_flops(N, P, nb, n_iter):
+    "The issue's floor of the joint run's sweeps: 2 N N' R + N N'^2 per column and sweep (R = P - 1)."
+    return n_iter * P * (2.0 * N * nb * (P - 1) + N * nb * nb)
+
+
+def batched_run(H, nb, n_iter):
+    "The joint run batched and column at a time, on the GPU with CuPy where there is one, else the CPU."
+    device = "cuda" if pb._cupy_ops() is not None else "cpu"
+    kw = dict(n_iter=n_iter, n_basis=nb, joint=True, device=device, progress=False, **FIXED)
+    out = {"device": device}
+    t0 = time.perf_counter()
+    fit_ard_joint(H)
+    out["ARD alone (fit_ard_joint)"] = time.perf_counter() - t0
+    with pb.batched_sweeps():
+        t0 = time.perf_counter()
+        res_b = combine(H[:, 0], H[:, 1:], **kw)
+        out["full joint run, batched"] = time.perf_counter() - t0
+    with pb.column_sweeps():
+        t0 = time.perf_counter()
+        res_c = combine(H[:, 0], H[:, 1:], **kw)
+        out["full joint run, column at a time"] = time.perf_counter() - t0
+    out["column / batched"] = out["full joint run, column at a time"] / out["full joint run, batched"]
+    out["largest relative difference (history)"] = rel(res_b.history, res_c.history)
+    return out
+
+
+def sweep_ratios(sizes, repeat):
+    "One joint sweep (ARD weights given), batched and column at a time, alternating in this process; medians."
+    rows = []
+    for N, P, nb in sizes:
+        H = joint_problem(N, P)
+        w = fit_ard_joint(np.c_[[normalize(c) for c in H.T]].T)
+        column = lambda: combine(H[:, 0], H[:, 1:], n_iter=1, n_basis=nb, ard=w, progress=False, **FIXED)
+        def batched():
+            with pb.batched_sweeps():
+                return column()
+        batched(); column()                               # compile, warm caches
+        tb, tc, cb, cc = [], [], [], []
+        for _ in range(repeat):
+            t0, c0 = time.perf_counter(), time.process_time(); batched()
+            tb.append(time.perf_counter() - t0); cb.append(time.process_time() - c0)
+            t0, c0 = time.perf_counter(), time.process_time(); column()
+            tc.append(time.perf_counter() - t0); cc.append(time.process_time() - c0)
+        rows.append((N, P, nb, *(float(np.median(v)) for v in (tb, tc, cb, cc))))
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes")
     p.add_argument("--no-full", action="store_true", help="skip the 20-sweep joint run")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--save", default=None, help="save the full run's prediction (.npy) here")
+    p.add_argument("--batched", action="store_true", help="the batched joint run against the column path (GPU or CPU)")
+    p.add_argument("--size", default=None, help="with --batched: N,P,N',sweeps instead of AWA2's")
+    p.add_argument("--ratios", action="store_true", help="CPU: batched / column-path time of one sweep at a few sizes")
     a = p.parse_args(argv)
+    if a.batched:
+        size = dict(zip(("N", "P", "n_basis", "n_iter"), map(int, a.size.split(",")))) if a.size else AWA2
+        H = joint_problem(size["N"], size["P"])
+        print(f"size {size}, {machine_info()}", flush=True)
+        out = batched_run(H, size["n_basis"], size["n_iter"])
+        if out["device"] == "cpu":
+            gemm = bench_dgemm(2000, 3)["threads"]
+            floor = sweep_flops(size["N"], size["P"], size["n_basis"], size["n_iter"]) / gemm / 1e9
+            out.update({"dgemm (GFLOP/s, this process)": gemm, "FLOP floor of the sweeps": floor,
+                        "batched / floor": out["full joint run, batched"] / floor,
+                        "column / floor": out["full joint run, column at a time"] / floor})
+        for k, v in out.items():
+            print(f"{k:45s} " + (f"{v:.4g}" if isinstance(v, float) else str(v)))
+        return
+    if a.ratios:
+        print(machine_info(), flush=True)
+        for N, P, nb, tb, tc, cb, cc in sweep_ratios([(2000, 8, 100), (6000, 16, 200), (12000, 32, 300)], a.repeat):
+            print(f"N={N:6d} P={P:3d} N'={nb:4d}: one sweep batched {tb:7.3f} s, column at a time {tc:7.3f} s, "
+                  f"column / batched {tc / tb:5.2f} (wall), {cc / cb:5.2f} (CPU time of the process)", flush=True)
+        return
     size = dict(N=120, P=4, n_basis=20, n_iter=2) if a.quick else AWA2
     assert pc.cuda_available(), "no CUDA device (or simulator) here"
     H = joint_problem(size["N"], size["P"])

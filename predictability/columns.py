@@ -16,7 +16,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .blocks import _default_threads
-
+from .batched import BatchedColumns, sweep_ops
 
 # %% ../nbs/24_columns.ipynb #2d1c0ed6
 def check_client(client, # None, or a `dask.distributed.Client`
@@ -146,7 +146,12 @@ def fixed(self: ClientColumns, run, H0, cols, done):
 # %% ../nbs/24_columns.ipynb #aa6dbaeb
 def column_map(client, # None (this process) or a checked `dask.distributed.Client` (`check_client`)
                method, # the run's method (`Method`): a CUDA run computes one column at a time
+               run=None, # the `Run`: its sweeps batched where `batched.sweep_ops` gives primitives; None: never
               ):
-    "Where the column updates run, by the type of `client`: a Dask client's cluster, or (None) this process."
-    return ThreadColumns(_jobs(method)) if client is None else ClientColumns(client)
-
+    """Where the column updates run, by type: a Dask client's cluster (a task per column); else this process, every
+    column of a sweep at once where `batched.sweep_ops(run)` gives primitives, else a column at a time in threads."""
+    ops = None if run is None else sweep_ops(run, client)
+    if client is not None:
+        return ClientColumns(client)
+    columns = ThreadColumns(_jobs(method))
+    return columns if ops is None else BatchedColumns(ops, columns)

@@ -259,7 +259,7 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
         run.spans = {} if record else None
         bar = progress_bar(o.progress, long_run(m, run, n, P, n_sweeps, joint), f"combine ({m.name})")
         history = (_joint_sweeps if joint else _fixed_runs)(run, pb.H0, pb.F2, n_sweeps, pb.stats, bar,
-                                                            column_map(o.client, m))
+                                                            column_map(o.client, m, run))
     res = _note_jitters(_result(run, history, choices, pb.F, h, use_ard, joint, auto), jitters)
     if res.unchanged and auto and n_iter == "auto":
         warn_unchanged(stacklevel + 1)

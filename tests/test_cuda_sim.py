@@ -172,3 +172,77 @@ def test_no_device_without_simulator():
     """, simulator=False)
     avail, sim = out.split()
     assert sim == "False" and avail in ("True", "False")
+
+
+def test_batched_exponential_pass_matches_numpy(simulator):
+    # the batched sweep's elementwise pass (`gauss_stack_cuda`): rows beyond the grid's y extent strided over it, a
+    # basis not a multiple of the 32 threads along it, several columns, a distance rounding below 0
+    out = _run(f"""
+        import numpy as np
+        from numba import config, cuda
+        from predictability.cuda import cuda_available, simulated, gauss_stack_cuda
+        import predictability.cuda as pc
+        assert bool(config.ENABLE_CUDASIM) == simulated() == {simulator} and cuda_available()
+        pc._GRID_Y = 2                                      # 2 blocks of 8 rows: rows 16.. strided over them
+        rng = np.random.default_rng(7)
+        A, xx, bb = rng.uniform(0, 1, (3, 21, 35)), rng.uniform(0, 2, (3, 21)), rng.uniform(0, 2, (3, 35))
+        A[1, 20, 34] = (xx[1, 20] + bb[1, 34]) / 2 + 1e-17
+        want = np.exp(-np.maximum(xx[:, :, None] + bb[:, None, :] - 2 * A, 0))
+        got = gauss_stack_cuda(cuda.to_device(A), cuda.to_device(xx), cuda.to_device(bb)).copy_to_host()
+        assert (np.abs(got - want) <= 4 * np.spacing(want)).all(), np.abs(got - want).max()
+        assert got[1, 20, 34] == 1.0
+        print("ok")
+    """, simulator=simulator)
+    assert out.strip().endswith("ok")
+
+
+@functools.lru_cache(maxsize=None)
+def _cupy_gpu() -> bool:
+    "True when CuPy imports and sees a CUDA device (asked in a subprocess without the simulator)."
+    out = _run("""
+        from predictability.batched import _cupy_ops
+        print(_cupy_ops() is not None)
+    """, simulator=False)
+    return out.split()[-1] == "True"
+
+
+def test_batched_sweep_on_the_gpu_matches_the_column_path():
+    # CuPy's batched sweep (cuBLAS, cuSOLVER, the exponential pass) against the column-at-a-time path on the CPU, and
+    # whole joint runs with device="cuda" against device="cpu"; skipped where CuPy sees no GPU
+    if not _cupy_gpu():
+        pytest.skip("no CuPy with a CUDA GPU here")
+    out = _run("""
+        import sys
+        import numpy as np
+        sys.path.insert(0, "benchmarks")
+        from bench_npc import joint_problem
+        from predictability import combine
+        from predictability.batched import CuPyOps, batched_sweep
+        from predictability.columns import ThreadColumns
+        from predictability.combination import combine_options, _ard_weights
+        from predictability.problem import prepare
+        import cupy
+
+        def rel(a, b):
+            return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+        H = joint_problem(3000, 9)
+        o = combine_options("npc", n_iter=2, noise=0.1, kernel_scale=1.0, n_basis=301)
+        pb, m = prepare(H[:, 0], H[:, 1:], o.method), o.method
+        rows = m.basis_rows(3000, o.rng)
+        w, *_ = _ard_weights(m, True, pb.F2, pb.Gr, 9, None)
+        plans, _ = m.plans(pb.H0, 1, list(range(9)), w, rows, n_iter=2, backend=m.backend(pb.H0))
+        run = m.run(w, rows, plans, m.backend(pb.H0))
+        ref = ThreadColumns(1).sweep(run, pb.H0, range(9), False)
+        ulp = rel(ThreadColumns(1).sweep(run, pb.H0 * (1 + np.finfo(float).eps), range(9), False), ref)
+        for mb in (None, 3000 * 301 * 8 * 1.5 / 2**20, 3000 * 301 * 8 * 0.5 / 2**20):   # all; one a group; streamed
+            got = batched_sweep(run, pb.H0, range(9), CuPyOps(cupy), memory_mb=mb)
+            assert rel(got, ref) <= 10 * ulp, (mb, rel(got, ref), ulp)
+        kw = dict(n_iter=3, noise=0.1, kernel_scale=1.0, n_basis=100, progress=False)
+        g = combine(H[:, 0], H[:, 1:], device="cuda", **kw)
+        c = combine(H[:, 0], H[:, 1:], **kw)                                   # the CPU: the column path
+        moved = combine(H[:, 0] * (1 + 2**-52), H[:, 1:] * (1 + 2**-52), **kw)
+        assert rel(g.history, c.history) <= 10 * rel(moved.history, c.history)
+        print("ok")
+    """, simulator=False, timeout=600)
+    assert out.strip().endswith("ok")
