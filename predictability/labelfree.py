@@ -72,8 +72,9 @@ class ChoiceSteps:
 # %% ../nbs/18_labelfree.ipynb #93ba2a0b
 _CAUTION = ("; caution: the references predict each other (median R^2 {shared:.2f}), so an error they share with this "
            "column cannot be told from signal and would be amplified, and where they are views of one signal their plain "
-           "average may do better: try method='average' or method='pc1' (label-free), or with a few labels "
-           "tune(..., methods=['npc', 'average', 'pc1']) or predictability.experiments.pays.expected_gain")
+           "average may do better: predictability.viewcheck.views_check(target, references) tests that without labels; "
+           "try method='average' or method='pc1', or with a few labels tune(..., methods=['npc', 'average', 'pc1']) or "
+           "predictability.experiments.pays.expected_gain")
 
 def _fit_detail(fit: GPFit, test, noise, kernel_scale) -> str:
     "The settings and the guard's statistics, as `reason` gives them after its opening."

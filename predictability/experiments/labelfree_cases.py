@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['CASE_GRID', 'HEAVY_RULES', 'make_cases', 'measure_case', 'run_cases', 'peers', 'loo_mean', 'make_cases_round2',
            'rule_iterations', 'measure_round2', 'run_round2', 'make_cases_round3', 'measure_round3', 'run_round3',
-           'make_cases_heavy', 'candidate_kappa', 'measure_heavy', 'run_heavy']
+           'make_cases_heavy', 'candidate_kappa', 'measure_heavy', 'run_heavy', 'measure_views', 'run_views']
 
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #1c97aa04
 import itertools
@@ -27,8 +27,9 @@ from ..labelfree import choose
 from ..alternatives import aligned_columns, first_component, related
 from ..nystrom import basis_indices
 from ..stopping import (DECISIVE, KAPPA, KAPPA_DECISIVE, NOISE_SHARE_PRIOR, SHARED_R2, discrete_features,
-                                      stopping_iteration)
+                                      mutual_r2, stopping_iteration)
 from ..tuning import kendall_tau, tune
+from ..viewcheck import views_check
 
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #184faf10
 def make_cases(seed: int,     # the cases' random seed
@@ -405,3 +406,32 @@ def run_heavy(seeds=(0, 1, 2, 3),        # seeds of the cases (the rule was chos
     "Every case of `make_cases_heavy` at every seed and size (a slow measurement: the grid for every case)."
     return pd.DataFrame([dict(case=name, N=n, seed=s, **measure_heavy(f, G_, y, s))
                          for n in sizes for s in seeds for name, (f, G_, y) in make_cases_heavy(s, n).items()])
+
+# %% ../../nbs/experiments/49_labelfree_cases.ipynb #7d0cf7da
+def measure_views(f, G, y,            # one case: target, references, truth
+                  seed: int,          # seed of the 20 rows left out of the score (as `measure_case` draws them)
+                  n_labels: int = 20, # rows left out
+                 ) -> dict:
+    "Kendall tau x 100 on the other rows: input, default, the peers, and the method `views_check` chooses; its statistics."
+    tau = _labelled_rows(y, seed, n_labels)[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d, a = combine(f, G).prediction, combine(f, G, method="average").prediction
+        ch = views_check(f, G)
+        row = {"input": tau(f), "default": tau(d), "average": tau(a),
+               "first PC": tau(combine(f, G, method="pc1").prediction)}
+    return {**row, "check": row["average" if ch.method == "average" else "default"], "chose average": ch.method == "average",
+            "t1": ch.t[0], "t2": ch.t[1], "p": ch.p_value, "shared": ch.shared}
+
+# %% ../../nbs/experiments/49_labelfree_cases.ipynb #ed0100e8
+def run_views(seeds=range(6),   # seeds of the cases (the rule settled on 0 to 3, see the text)
+             ) -> pd.DataFrame:
+    "`measure_views` on every one-column case of the three suites whose references reach `SHARED_R2`, at every seed."
+    suites = {"first": make_cases, "second": make_cases_round2, "third": make_cases_round3}
+    rows = []
+    for s in seeds:
+        for suite, make in suites.items():
+            for name, (f, G, y) in make(s).items():
+                if np.ndim(f) == 1 and np.ndim(G) == 2 and G.shape[1] >= 2 and mutual_r2(G) >= SHARED_R2:
+                    rows.append(dict(suite=suite, case=name, seed=s, **measure_views(f, G, y, s)))
+    return pd.DataFrame(rows)
