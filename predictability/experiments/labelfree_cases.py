@@ -382,6 +382,13 @@ def _heavy_rules(f, G, tau) -> dict:
     return {**row, "curve best": max(curve), **{k: curve[stopping_iteration(ch.history, ev, ch.noise, v)] for k, v in ks.items()}}
 
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #f4a70c18
+def _default_and_peers(f, G, tau) -> tuple:
+    "(`combine`'s default result, Kendall tau x 100 of the input, the default, its iterations and the peers as methods)."
+    d = combine(f, G)
+    return d, {"input": tau(f), "default": tau(d.prediction), "n_iter": d.params["n_iter"],
+               "average": tau(combine(f, G, method="average").prediction),
+               "first PC": tau(combine(f, G, method="pc1").prediction)}
+
 def measure_heavy(f, G, y,            # one case: target, references, truth
                   seed: int,          # seed of the 20 rows left out of the score (as `measure_case` draws them)
                   n_labels: int = 20, # rows left out
@@ -390,10 +397,8 @@ def measure_heavy(f, G, y,            # one case: target, references, truth
     tau = _labelled_rows(y, seed, n_labels)[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d = combine(f, G)
-        row = {"input": tau(f), "default": tau(d.prediction), "n_iter": d.params["n_iter"],
-               "average": tau(combine(f, G, method="average").prediction),
-               "first PC": tau(combine(f, G, method="pc1").prediction), **_heavy_rules(f, G, tau)}
+        d, row = _default_and_peers(f, G, tau)
+        row = {**row, **_heavy_rules(f, G, tau)}
         best = max([row.get("curve best", -100.0)] + [tau(h) for h in d.history])
         for ard, nz, ks in itertools.product((True, False), CASE_GRID["noise"], CASE_GRID["kernel_scale"]):
             r = combine(f, G, noise=nz, kernel_scale=ks, n_iter=12, joint=False, ard=ard)
@@ -416,12 +421,9 @@ def measure_views(f, G, y,            # one case: target, references, truth
     tau = _labelled_rows(y, seed, n_labels)[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d, a = combine(f, G).prediction, combine(f, G, method="average").prediction
-        ch = views_check(f, G)
-        row = {"input": tau(f), "default": tau(d), "average": tau(a),
-               "first PC": tau(combine(f, G, method="pc1").prediction)}
+        row, ch = _default_and_peers(f, G, tau)[1], views_check(f, G)
     return {**row, "check": row["average" if ch.method == "average" else "default"], "chose average": ch.method == "average",
-            "t1": ch.t[0], "t2": ch.t[1], "p": ch.p_value, "shared": ch.shared}
+            "t1": (*ch.t, np.nan)[0], "t2": (*ch.t, np.nan, np.nan)[1], "p": ch.p_value, "shared": ch.shared}
 
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #ed0100e8
 def run_views(seeds=range(6),   # seeds of the cases (the rule settled on 0 to 3, see the text)
