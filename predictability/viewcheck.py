@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from .combination import combine, combine_options
-from .core import check_scalar
+from .core import check_scalar, standardize
 from .problem import prepare
 from .stopping import SHARED_R2, mutual_r2
 
@@ -44,8 +44,8 @@ def half_average(G,  # (N, R) the references
                  f,  # (N,) the target the half is aligned with
                 ) -> np.ndarray:
     "The average of the z-scores of the references `Q`, each sign-aligned with `f`."
-    Z = (G[:, Q] - G[:, Q].mean(0)) / G[:, Q].std(0)
-    return (Z * np.sign(Z.T @ (f - f.mean()))).mean(axis=1)
+    Z = standardize(G[:, Q], "references")
+    return (Z * np.where(Z.T @ (f - f.mean()) >= 0, 1.0, -1.0)).mean(axis=1)   # a column orthogonal to `f` still counts
 
 # %% ../nbs/32a_viewcheck.ipynb #8104e645
 @dataclass
