@@ -335,7 +335,7 @@ def _candidates(found, fn, labels, index) -> list:
     "(score, params, t, result, predictions at `index`) per method, simplest first: a peer's step (not its iteration 0, the input), else its best."
     out = []
     for m, (score, params, t, res, val) in sorted(found, key=lambda x: SIMPLICITY.index(x[0])):
-        if m in METHODS and issubclass(METHODS[m], Peer) and len(res.history) > 1:
+        if issubclass(METHODS[m], Peer) and len(res.history) > 1:
             t = len(res.history) - 1
             val = res.history[t][index]
             score = _score(fn, val, labels, params, t)
@@ -414,8 +414,8 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
     """Choose `noise`, `kernel_scale`, `lam` (any keys of `grid`) and the iteration that maximise `metric` on the
     labelled rows `index`; ties go to the earlier grid entry and the fewer iterations. With `methods`, the method too,
     each over its own grid (`params["method"]` names it): the simplest (a peer, then a linear method, then a GP
-    method, then the labelled linear stack `"ridge"`, scored by its leave-one-out predictions) whose score is within
-    one jackknife standard error of the best (`select="one-se"`), or the best.
+    method) whose score is within one jackknife standard error of the best (`select="one-se"`), or the best; the
+    labelled linear stack `"ridge"`, scored by its leave-one-out predictions, replaces that choice where it scores higher.
 
     With `per_column=True` an (N, H) target gets one (setting, iteration) per column, each column scored on its own
     labels (`labels` is (n, H), the metric per column, Kendall's tau by default) from the same joint runs; `params`

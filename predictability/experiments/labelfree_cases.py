@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
-from sklearn.linear_model import LogisticRegression, RidgeCV
+from sklearn.linear_model import LogisticRegression
 
 from ..ard import fit_ard_joint
 from ..combination import combine
@@ -29,7 +29,7 @@ from ..alternatives import aligned_columns, first_component, related
 from ..nystrom import basis_indices
 from ..stopping import (DECISIVE, KAPPA, KAPPA_DECISIVE, NOISE_SHARE_PRIOR, SHARED_R2, discrete_features,
                                       mutual_r2, stopping_iteration)
-from ..tuning import kendall_tau, tune
+from ..tuning import kendall_tau, ridge_stack, tune
 from ..viewcheck import views_check
 
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #184faf10
@@ -68,6 +68,14 @@ def _labelled_rows(truth, seed: int, n_labels: int):
     lab = np.sort(np.random.default_rng(1000 + seed).choice(len(truth), n_labels, replace=False))
     test = np.setdiff1d(np.arange(len(truth)), lab)
     return lab, lambda f: kendall_tau(np.asarray(f)[test], truth[test])
+
+def _ranking_rows(y, seed: int, n_labels: int):
+    "`_labelled_rows`, drawn again (seed + 10,000 k) until the labels rank something (a rare class can miss them all)."
+    k, (lab, tau) = 0, _labelled_rows(y, seed, n_labels)
+    while np.ptp(y[lab]) == 0:
+        k += 1
+        lab, tau = _labelled_rows(y, seed + 10_000 * k, n_labels)
+    return lab, tau
 
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #a3b12245
 def measure_case(target, refs, truth,   # one case
@@ -287,9 +295,7 @@ def make_cases_round3(seed: int,     # the cases' random seed
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #d5e10c05
 def _ridge(f, G, y, lab, tau) -> float:
     "Kendall tau x 100 of ridge regression of `y` on [f, G] fitted on the rows `lab` (its penalty by leave-one-out)."
-    X = np.c_[f, G]
-    X = (X - X.mean(0)) / X.std(0)
-    return tau(RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X[lab], y[lab]).predict(X))
+    return tau(ridge_stack(f, G, y[lab], lab)[0])   # an increasing map of RidgeCV's prediction on the z-scored columns
 
 def measure_round3(f, G, y,              # one case: target, references, truth
                    seed: int,            # seed of the labelled rows drawn for `tune` and ridge
@@ -297,10 +303,7 @@ def measure_round3(f, G, y,              # one case: target, references, truth
                   ) -> dict:
     "Kendall tau x 100 on the rows `tune` did not see: input, default, ARD off, the peers as methods, best, tune over methods, ridge."
     y1 = y if y.ndim == 1 else y[:, 0]
-    k, (lab, tau1) = 0, _labelled_rows(y1, seed, n_labels)
-    while np.ptp(y1[lab]) == 0:                    # a rare class: draw again until the labels rank something
-        k += 1
-        lab, tau1 = _labelled_rows(y1, seed + 10_000 * k, n_labels)
+    lab, tau1 = _ranking_rows(y1, seed, n_labels)
     tau = tau1 if y.ndim == 1 else (lambda P: float(np.mean([_labelled_rows(y[:, k], seed, n_labels)[1](P[:, k])
                                                               for k in range(y.shape[1])])))
     row = {}
@@ -441,14 +444,6 @@ def run_views(seeds=range(6),   # seeds of the cases (the rule settled on 0 to 3
 
 # %% ../../nbs/experiments/49_labelfree_cases.ipynb #cd18c6a1
 STACK_METHODS = ["npc", "lpc", "average", "pc1"]   # the label-free methods `tune` chooses among
-
-def _ranking_rows(y, seed: int, n_labels: int):
-    "`_labelled_rows`, drawn again (seed + 10,000 k) until the labels rank something (a rare class can miss them all)."
-    k, (lab, tau) = 0, _labelled_rows(y, seed, n_labels)
-    while np.ptp(y[lab]) == 0:
-        k += 1
-        lab, tau = _labelled_rows(y, seed + 10_000 * k, n_labels)
-    return lab, tau
 
 def measure_stack(f, G, y,            # one case: target, references, truth
                   seed: int,          # seed of the labelled rows (as `measure_round3` draws them)
