@@ -9,6 +9,7 @@ __all__ = ['TOP_STEPS', 'TOP_RTOL', 'SUMS_MB', 'ArrayOps', 'NumPyOps', 'batched_
 # %% ../nbs/23a_batched.ipynb #0a80df90
 import contextlib
 import contextvars
+import functools
 import math
 import os
 
@@ -195,7 +196,10 @@ class NumPyOps(ArrayOps):
             else:
                 _gauss_rows(np.matmul(BT.T, BT, out=KBB[k]), ker.bbk[k], ker.bbk[k])
         return KBB
-    def shift(self, ker, KBB): return np.stack([basis_shift(BT.T) for BT in ker.BT])   # the column path's shift
+    def shift(self, ker, KBB):
+        "The column path's shift (`basis_shift`) of each column, the columns in the worker threads."
+        shifts = lambda lo, hi: [basis_shift(BT.T) for BT in ker.BT[lo:hi]]
+        return np.stack(sum(_run_chunks(shifts, _chunks(len(ker.BT), 1, self.threads), blas=False), []))
 
     def block_sums(self, ker, s, e, c, Fb, K, Mt, KF, scratch):
         "`ArrayOps.block_sums` column by column: each column's block formed and used while it is in cache."
@@ -321,14 +325,16 @@ class _Kernel:
     "What every column's kernel blocks of a group are formed from (the namespace's arrays, the scales on the host)."
     def __init__(self, xp, H, HB, Sc, rk, cols):
         P = H.shape[1]
-        self.H, self.HB, self.Sc, self.rk = H, HB, Sc, rk
+        self.xp, self.H, self.HB, self.Sc, self.rk = xp, H, HB, Sc, rk
         self.S2 = xp.asarray((Sc / rk[:, None]) ** 2)                     # (C, P) squared scales
-        self.W = self.S2[:, :, None] * HB.T[None]                          # (C, P, N'): diag(s_p^2) H_B^T
-        self.xxT, self.bb = xp.matmul(self.S2, (H * H).T), xp.matmul(self.S2, (HB * HB).T)   # (C, N), (C, N')
         self.direct = np.array([(P - 1 if p in (0, P - 1) else P) <= _DIRECT_MAX_D for p in cols])   # `_column_features`' D
         if xp is np:                                                        # the column path's basis features, per column
             self.BT = [np.ascontiguousarray(((HB * Sc[k]) / rk[k]).T) for k in range(len(cols))]
             self.bbk = [_sqnorms(BT.T) for BT in self.BT]
+    # the batched GEMM's operands, formed when `ArrayOps` first asks (`NumPyOps` forms each column's own instead)
+    W = functools.cached_property(lambda self: self.S2[:, :, None] * self.HB.T[None])   # (C, P, N'): diag(s_p^2) H_B^T
+    xxT = functools.cached_property(lambda self: self.xp.matmul(self.S2, (self.H * self.H).T))   # (C, N)
+    bb = functools.cached_property(lambda self: self.xp.matmul(self.S2, (self.HB * self.HB).T))   # (C, N')
 
 def _ranges(ops, N, rows):
     "How the row chunks are taken: the CPU's fixed partition (`blocks._chunks`) in worker threads; else one range."
