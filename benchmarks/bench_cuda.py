@@ -10,6 +10,8 @@ Run from the repository root on a machine with a CUDA GPU:
                                                 # the GPU (CuPy) when there is one, else the CPU (NumPy)
     python benchmarks/bench_cuda.py --batched --size 6000,24,200,3   # N, P, N', sweeps: a smaller run
     python benchmarks/bench_cuda.py --ratios    # CPU: batched / column-path time of one joint sweep at a few sizes
+    python benchmarks/bench_cuda.py --ratios --size 37322,80,300 --repeat 2   # the same at AWA2's size
+    python benchmarks/bench_cuda.py --floor     # CPU: one column's row block at AWA2's size taken apart, one thread
 
 What it reports:
 
@@ -26,7 +28,10 @@ What it reports:
   (`column_sweeps()`), their times, and their largest relative difference; on the CPU the FLOP floor of the sweeps
   at this process's dgemm rate;
 * `--ratios`: on the CPU, one joint sweep (ARD weights given) batched and column at a time, alternating, medians
-  of wall and CPU time, at a few moderate sizes.
+  of wall and CPU time, at a few moderate sizes;
+* `--floor`: on one thread, the pieces of one column's row block at AWA2's size (the cross terms, the exp pass, the
+  shift, `syrk`, the products with [f 1]) and one column's N'-sized step, in ms and as multiples of the block's share
+  of the FLOP floor at the single-thread dgemm rate.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ import io
 import pstats
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +57,7 @@ from predictability.ard import fit_ard_joint  # noqa: E402
 from predictability.labelfree import model_features  # noqa: E402
 from predictability.core import normalize, one_blas_thread  # noqa: E402
 from predictability.kernels import gaussian_kernel, gram_stats_reference, kernel_matvec_reference  # noqa: E402
+from predictability.blocks import _check_block_rows, _gauss_rows  # noqa: E402
 from predictability.kstats import kernel_stats  # noqa: E402
 from predictability.nystrom import _reduced, _small_problem, _top_eigvec, basis_indices, npc_update  # noqa: E402
 
@@ -242,6 +249,52 @@ def batched_run(H, nb, n_iter):
     return out
 
 
+def block_pieces(m, R, nb, seed=0):
+    "The pieces of one column's row block of m rows (R references, N' = nb), each a closure over its own buffers."
+    rng = np.random.default_rng(seed)
+    X, BT = rng.normal(size=(m, R)) / np.sqrt(R), rng.normal(size=(R, nb)) / np.sqrt(R)
+    A, Kt, M, F = np.matmul(X, BT), np.empty((m, nb)), np.empty((nb, nb)), rng.normal(size=(m, 2))
+    xx, bb, c = (X * X).sum(1), (BT * BT).sum(0), rng.uniform(size=nb)
+    return {"cross terms X B^T (GEMM, inner dimension R)": lambda: np.matmul(X, BT, out=A),
+            "exp pass (_gauss_rows, in place)": lambda: _gauss_rows(A, xx, bb),
+            "shift (K - 1 c^T)": lambda: np.subtract(A, c, out=Kt),
+            "K~^T K~ (syrk)": lambda: np.matmul(Kt.T, Kt, out=M),
+            "K~^T [f 1]": lambda: Kt.T @ F}
+
+
+def blocks_per_second(m, R, nb, threads, n_blocks=40):
+    "Blocks a second with `threads` workers each passing its own blocks (one BLAS thread each)."
+    work = [block_pieces(m, R, nb, seed) for seed in range(threads)]
+    run = lambda pieces: [f() for _ in range(n_blocks) for f in pieces.values()]
+    with one_blas_thread(), ThreadPoolExecutor(threads) as ex:
+        list(ex.map(run, work))                            # warm up
+        t0 = time.perf_counter()
+        list(ex.map(run, work))
+        return threads * n_blocks / (time.perf_counter() - t0)
+
+
+def block_floor(N=37_322, P=80, nb=300, repeat=20):
+    """One column's row block (the column path's block rows) at N, P, N', each piece on one thread: (ms per piece, the
+    block's FLOP floor in ms at the single-thread dgemm rate, one column's N'-sized step in ms, blocks per column, the
+    blocks a second on two threads over those on one)."""
+    m, R = _check_block_rows(None, N, nb), P - 1
+    pieces = block_pieces(m, R, nb)
+    floor = 1e3 * (2.0 * m * nb * R + m * nb * nb) / (bench_dgemm(1000, 5)["one_thread"] * 1e9)
+    with one_blas_thread():
+        ms = {k: 1e3 * median_time(f, repeat) for k, f in pieces.items()}
+    rng = np.random.default_rng(1)
+    K = np.exp(-rng.uniform(0, 4, size=(m, nb)))
+    B = rng.normal(size=(nb, 8))
+    KBB = np.exp(-0.5 * ((B[:, None] - B[None]) ** 2).sum(-1))[None]   # a kernel matrix of the basis
+    Kt = K - K.mean(0)
+    Mc, ks, kf = (Kt.T @ Kt)[None] * (N / m), K.sum(0)[None] * (N / m), (K.T @ rng.normal(size=m))[None]
+    ops = pb.NumPyOps(1)
+    with one_blas_thread():
+        small = 1e3 * median_time(lambda: pb._small_step(ops, KBB, Mc, ks, kf, np.array([0.1]), 1.0, N, pb.BASIS_JITTER), 5)
+    scaling = blocks_per_second(m, R, nb, 2) / blocks_per_second(m, R, nb, 1)
+    return ms, floor, small, -(-N // m), scaling
+
+
 def sweep_ratios(sizes, repeat):
     "One joint sweep (ARD weights given), batched and column at a time, alternating in this process; medians."
     rows = []
@@ -270,9 +323,22 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--save", default=None, help="save the full run's prediction (.npy) here")
     p.add_argument("--batched", action="store_true", help="the batched joint run against the column path (GPU or CPU)")
-    p.add_argument("--size", default=None, help="with --batched: N,P,N',sweeps instead of AWA2's")
+    p.add_argument("--size", default=None, help="with --batched: N,P,N',sweeps instead of AWA2's; with --ratios: N,P,N'")
     p.add_argument("--ratios", action="store_true", help="CPU: batched / column-path time of one sweep at a few sizes")
+    p.add_argument("--floor", action="store_true", help="CPU: one column's row block at AWA2's size taken apart, one thread")
     a = p.parse_args(argv)
+    if a.floor:
+        print(machine_info(), flush=True)
+        ms, floor, small, blocks, scaling = block_floor()
+        for k, v in ms.items():
+            print(f"{k:45s} {v:7.3f} ms  {v / floor:5.2f} x the block's floor")
+        print(f"{'the block':45s} {sum(ms.values()):7.3f} ms  {sum(ms.values()) / floor:5.2f} x its floor of {floor:.3f} ms")
+        print(f"{'one column: its N-sized step (blocks)':45s} {1e-3 * sum(ms.values()) * blocks:7.3f} s  ({blocks} blocks)")
+        print(f"{'one column: its N-sized step (the floor)':45s} {1e-3 * floor * blocks:7.3f} s")
+        label = "one column: its N'-sized step"
+        print(f"{label:45s} {1e-3 * small:7.3f} s  {small / (floor * blocks):5.2f} x the floor")
+        print(f"{'blocks a second, two threads over one':45s} {scaling:7.2f}  (dgemm: {bench_dgemm(2000, 3)['threads'] / bench_dgemm(2000, 3)['one_thread']:.2f})")
+        return
     if a.batched:
         size = dict(zip(("N", "P", "n_basis", "n_iter"), map(int, a.size.split(",")))) if a.size else AWA2
         H = joint_problem(size["N"], size["P"])
@@ -289,7 +355,8 @@ def main(argv=None):
         return
     if a.ratios:
         print(machine_info(), flush=True)
-        for N, P, nb, tb, tc, cb, cc in sweep_ratios([(2000, 8, 100), (6000, 16, 200), (12000, 32, 300)], a.repeat):
+        sizes = [tuple(map(int, a.size.split(",")))[:3]] if a.size else [(2000, 8, 100), (6000, 16, 200), (12000, 32, 300)]
+        for N, P, nb, tb, tc, cb, cc in sweep_ratios(sizes, a.repeat):
             print(f"N={N:6d} P={P:3d} N'={nb:4d}: one sweep batched {tb:7.3f} s, column at a time {tc:7.3f} s, "
                   f"column / batched {tc / tb:5.2f} (wall), {cc / cb:5.2f} (CPU time of the process)", flush=True)
         return
