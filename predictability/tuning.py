@@ -396,6 +396,29 @@ def _tune_per_column(pb, pandas, F, Gr, labels, index, *, metric, grid, n_iter, 
     return TuneResult([b[1] for b in best], [b[2] for b in best], float(np.mean([b[0] for b in best])),
                       _labelled(chosen, pb, pandas), pd.DataFrame(rows))
 
+# %% ../nbs/32_tuning.ipynb #3b033b0d
+def _tune_checks(target, F, labels, index, n_iter, progress, per_column, select, methods) -> tuple:
+    "`tune`'s settings checked once: (index, labels aligned to it, n_iter, progress, per_column)."
+    n_iter, progress = check_int(n_iter, "n_iter"), check_bool(progress, "progress")
+    per_column = check_bool(per_column, "per_column")
+    if select not in ("one-se", "best"):
+        raise ValueError(f"`select` must be 'one-se' or 'best'; got {select!r}.")
+    index = _check_index(index, F.shape[0])
+    labels = _align_labels(target, labels, index)
+    if per_column and methods is not None:
+        raise ValueError("`methods` with `per_column=True` is not supported: tune each method per column, or one "
+                         "method over all columns.")
+    return index, labels, n_iter, progress, per_column
+
+def _search_methods(F, Gr, labels, index, fn, method, methods, grid, n_iter, progress, combine_kwargs) -> tuple:
+    "Every method's `_search`: the table's rows and [(method, best)], `params['method']` naming it where `methods` is given."
+    rows, found = [], []
+    for m, g, kw in _searches(method, methods, grid, combine_kwargs):
+        r, b = _search(F, Gr, labels, index, fn, g, m, n_iter, progress, kw)
+        rows += r if methods is None else [{"method": m, **x} for x in r]
+        found.append((m, b if methods is None else (b[0], {"method": m, **b[1]}, *b[2:])))
+    return rows, found
+
 # %% ../nbs/32_tuning.ipynb #4b0b53f3
 def tune(target, # the predictor(s) to improve, (N,) or (N, H)
          references, # the references (N, R), or None for an (N, H) target
@@ -424,26 +447,14 @@ def tune(target, # the predictor(s) to improve, (N,) or (N, H)
         pb = prepare(target, references)             # validated and aligned once, as `combine` does
         pandas = is_pandas(target) or is_pandas(references)
         F, Gr = pb.F, (pb.Gr if pb.Gr.shape[1] else None)   # None: an (N, H) target whose columns are each other's
-        n_iter = check_int(n_iter, "n_iter")
-        progress = check_bool(progress, "progress")
-        per_column = check_bool(per_column, "per_column")
-        if select not in ("one-se", "best"):
-            raise ValueError(f"`select` must be 'one-se' or 'best'; got {select!r}.")
-        index = _check_index(index, F.shape[0])
-        labels = _align_labels(target, labels, index)
-        if per_column and methods is not None:
-            raise ValueError("`methods` with `per_column=True` is not supported: tune each method per column, or one "
-                             "method over all columns.")
+        index, labels, n_iter, progress, per_column = _tune_checks(target, F, labels, index, n_iter, progress, per_column,
+                                                                    select, methods)
         if per_column:
             return _tune_per_column(pb, pandas, F, Gr, labels, index, metric=metric, grid=grid, n_iter=n_iter,
                                     method=method, progress=progress, **combine_kwargs)
         fn = _metric(metric, F)
         labels = _tune_labels(fn, F, labels, index)
-        rows, found = [], []
-        for m, g, kw in _searches(method, methods, grid, combine_kwargs):
-            r, b = _search(F, Gr, labels, index, fn, g, m, n_iter, progress, kw)
-            rows += r if methods is None else [{"method": m, **x} for x in r]
-            found.append((m, b if methods is None else (b[0], {"method": m, **b[1]}, *b[2:])))
+        rows, found = _search_methods(F, Gr, labels, index, fn, method, methods, grid, n_iter, progress, combine_kwargs)
         score, params, t, res, _ = _choose(found, fn, labels, index, select)
         chosen = CombineResult(res.history[t].copy(), res.history[: t + 1].copy(), res.relevance,
                                {**res.params, "n_iter": t})
