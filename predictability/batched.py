@@ -199,7 +199,8 @@ class NumPyOps(ArrayOps):
     def shift(self, ker, KBB):
         "The column path's shift (`basis_shift`) of each column, the columns in the worker threads."
         shifts = lambda lo, hi: [basis_shift(BT.T) for BT in ker.BT[lo:hi]]
-        return np.stack(sum(_run_chunks(shifts, _chunks(len(ker.BT), 1, self.threads), blas=False), []))
+        parts = _run_chunks(shifts, _chunks(len(ker.BT), 1, self.threads), blas=False)
+        return np.stack([c for part in parts for c in part])
 
     def block_sums(self, ker, s, e, c, Fb, K, Mt, KF, scratch):
         "`ArrayOps.block_sums` column by column: each column's block formed and used while it is in cache."
