@@ -19,9 +19,8 @@ def rel_dist(a, b) -> float:
 def one_ulp(X,          # a float array (or scalar)
             seed=0,     # seed of the signs: different inputs of one computation take different seeds
            ):
-    "`X` with every entry moved by one ulp relative (a factor 1 +- eps), up or down at random."
-    X = np.asarray(X, dtype=float)
-    return X * (1 + EPS * np.random.default_rng(seed).choice([-1, 1], size=X.shape))
+    "`X` with every entry moved by one ulp relative (a factor 1 +- eps), up or down at random; of X's type."
+    return X * (1 + EPS * np.random.default_rng(seed).choice([-1, 1], size=np.shape(X)))
 
 # %% ../nbs/01a_roundoff.ipynb #fcaf2aa8
 def ulp_moved(fn,       # the computation
@@ -46,10 +45,11 @@ def moments_close(mean,  # (P,) the column means to check
                   X,     # (N, P) the data they summarise
                  ):
     "Assert `mean` and `std` are X's column moments to the round-off of a sum of N terms in any order."
-    X = np.asarray(X, dtype=float)
-    m, s, n = X.mean(0), X.std(0), len(X)
-    z = (X - m) / s
-    for what, d, scale in (("mean", np.abs(mean - m) / s, np.abs(X / s).max(0)),
+    e = np.frexp(np.abs(X).max(0))[1]
+    Xs, n = np.ldexp(X, -e), len(X)                   # each column scaled by a power of two (exact): no overflow
+    ms, ss = Xs.mean(0), Xs.std(0)
+    m, s, z = np.ldexp(ms, e), np.ldexp(ss, e), (Xs - ms) / ss
+    for what, d, scale in (("mean", np.abs(mean - m) / s, np.abs(Xs / ss).max(0)),
                            ("std", np.abs(std / s - 1), (z ** 2).max(0))):
         r = float(np.max(d / (n * EPS * scale)))
         assert r <= 1, f"{what} off by {r:.3g} times N eps of its largest term"
