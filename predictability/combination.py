@@ -66,10 +66,16 @@ def _ard_weights(m, ard, F2, Gr, P, rows):
     w = np.full((P, P), 1.0 / (P - 1)); np.fill_diagonal(w, 0.0)
     return w, False, False
 
+LONG_FLOPS = 1e11     # a phase over this many flops shows a bar by default: about 5 s at 20 GFLOP/s
+
 def long_run(m, run, n, P, n_sweeps, joint) -> bool:
-    "Is the run of `m` long (a bar by default): over about 1e11 flops (`Method.cost`), 5 s at 20 GFLOP/s?"
+    "Is the run of `m` long (a bar by default): over `LONG_FLOPS` (`Method.cost`)?"
     nb = 0 if run.basis is None else len(run.basis)
-    return len(run.plans) * m.cost(n, P, nb, n_sweeps, joint) > 1e11
+    return len(run.plans) * m.cost(n, P, nb, n_sweeps, joint) > LONG_FLOPS
+
+def long_choices(m, n, P, basis, n_cols) -> bool:
+    "Are the label-free choices of `n_cols` columns long: over `LONG_FLOPS` at a pass of the kernel statistics each?"
+    return n_cols * m.cost(n, P, 0 if basis is None else len(basis), 1, False) > LONG_FLOPS
 
 
 # %% ../nbs/25_combination.ipynb #f71bcc97
@@ -252,7 +258,8 @@ def run_algorithm1(pb, # the prepared problem (`prepare`)
     weights, use_ard, given = _ard_weights(m, o.ard, pb.F2, pb.Gr, P, range(h) if auto or not joint else None)
     cols, backend = list(range(P) if joint else range(h)), m.backend(pb.H0)   # the run's back end, made once
     with record_jitters() as jitters:                               # a step's jitter is said in the result
-        plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng,
+        choosing = progress_bar(o.progress, long_choices(m, n, P, rows, len(cols)), f"choose ({m.name})")
+        plans, choices = m.plans(pb.H0, h, cols, weights, rows, n_iter=n_iter, ard=use_ard, rng=o.perm_rng, bar=choosing,
                                  given=given, backend=backend, eps=input_precision(pb.F2, pb.Gr))   # the round-off of exact dependencies
         n_sweeps = max(plans[p].n_iter for p in range(h))           # references move only while a target column does
         run = m.run(weights, rows, plans, backend)

@@ -393,6 +393,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
                    keep=None, # the columns whose choices keep their statistics and iterates (None: all)
                    stacklevel: int = 4, # of the near-copy warning, counted from the caller
                    eps: float = float(np.finfo(np.float64).eps), # the inputs' unit round-off (`input_precision`): exact dependencies
+                   bar=None, # a progress bar over `cols` (`progress_bar`), or None
                   ) -> list: # a `LabelFreeChoice` per column of `cols`
     "The label-free choice (`choose`) of every column in `cols`, its references and its row of `weights` (see the text)."
     src = HeldColumns(src) if isinstance(src, np.ndarray) else src
@@ -404,7 +405,7 @@ def column_choices(src, # the columns $\overline H$: `HeldColumns` (in memory), 
         return choice(p, rest, w if w.sum() > 0 else None), w
     out, copies = [], []                               # copies: near-copies of a target column, out of every kernel
     deps = dependent_references(src.H, h, eps) if isinstance(src, HeldColumns) else {}
-    for p in cols:
+    for p in (cols if bar is None else bar(cols)):
         o = _references(p, src.P, h, copies + deps.get(p, []))
         if p in deps and not len(o):                   # an exact linear function of the columns left out, nothing else
             out.append(_dependent_choice(_unchanged("no reference is left: left unchanged"), p, deps[p], h, stacklevel))

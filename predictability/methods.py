@@ -215,7 +215,8 @@ class _GP(Method):
 
 # %% ../nbs/23_methods.ipynb #617124e5
 @patch
-def plans(self: _GP, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None, eps=None):
+def plans(self: _GP, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=None, given=False, backend=None, eps=None,
+          bar=None):
     "Every column's `ColumnPlan`: the settings given, else the label-free choice (`column_choices`, on the run's `backend`) of what is 'auto'."
     if not self.is_auto(n_iter):
         return {p: ColumnPlan(self.noise, self.kernel_scale, int(n_iter)) for p in cols}, []
@@ -223,7 +224,7 @@ def plans(self: _GP, Hbar, h, cols, weights, basis, *, n_iter, ard=False, rng=No
                              kernel_scale=self.kernel_scale, n_iter=n_iter, lam=self.lam, rng=rng,
                              backend=backend or self.backend(Hbar), compare_weights=ard and not given,
                              fit_rows=ard and not given, keep=range(h),   # it sets rows of `weights`
-                             eps=eps or float(np.finfo(np.float64).eps))
+                             eps=eps or float(np.finfo(np.float64).eps), bar=bar)
     plans = {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter, *((c.stats, c.history) if p < h else ()))
              for p, c in zip(cols, choices)}       # a target column's statistics and iterates, used once
     for c in choices:

@@ -11,7 +11,7 @@ import dask.array as da
 
 from dataclasses import dataclass
 
-from ..combination import Options, long_run, progress_bar, reported
+from ..combination import Options, long_choices, long_run, progress_bar, reported
 from .rows import DaskBackend, DaskFit, warn_if_unchanged, chunk_weights, on_workers, prepare_chunks, take_rows
 from .labelfree import ChunkRows, chunk_plans
 from ..nystrom import KernelSpan, span_coordinates
@@ -79,7 +79,8 @@ def fit_joint_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Das
     weights = chunk_weights(H, h, o.ard, N, every_row=not auto)       # auto: a reference's row when it may move
     basis = m.basis_rows(N, o.rng)
     Hb = take_rows(H, basis)                                           # H^0's basis rows, each chunk its own
-    plans, choices = chunk_plans(m, ChunkRows(H, _same, basis, Hb, be, take_rows), h, weights, o, cols=range(P))
+    choosing = progress_bar(o.progress, long_choices(m, N, P, basis, P), "choose from chunks (joint)")
+    plans, choices = chunk_plans(m, ChunkRows(H, _same, basis, Hb, be, take_rows), h, weights, o, cols=range(P), bar=choosing)
     run = m.run(weights, basis, plans)
     run.spans, n_sweeps = {}, max(plans[p].n_iter for p in range(h))
     bar = progress_bar(o.progress, long_run(m, run, N, P, n_sweeps, True), "fit from chunks (joint)")

@@ -247,6 +247,7 @@ def chunk_plans(m,            # the method (`NPC`) with its settings
                 weights,      # (P, P) the relevance weights (`chunk_weights`); rows set here as in memory
                 o,            # the checked settings (`combine_options`)
                 cols=None,    # the columns to plan: None, the targets (`joint=False`); every column for a joint fit
+                bar=None,     # a progress bar over the columns chosen (`progress_bar`), or None
                ) -> tuple:    # ({p: `ColumnPlan`}, [`LabelFreeChoice`])
     "The plans of `cols`: the settings given, else the label-free choice of what is 'auto', as `combine` makes them (`column_choices`)."
     cols = list(range(h) if cols is None else cols)
@@ -255,5 +256,5 @@ def chunk_plans(m,            # the method (`NPC`) with its settings
     ard = bool(o.ard)
     out = column_choices(src, h, cols, weights, src.basis, ard=ard, noise=m.noise, kernel_scale=m.kernel_scale,
                          n_iter=o.n_iter, lam=m.lam, rng=o.perm_rng, backend=m.backend(None), compare_weights=ard,
-                         fit_rows=ard, keep=(), stacklevel=5)   # keep=(): no N-sized state, nor a graph of the chunks
+                         fit_rows=ard, keep=(), stacklevel=5, bar=bar)   # keep=(): no N-sized state, nor a graph of the chunks
     return {p: ColumnPlan(c.noise, c.kernel_scale, c.n_iter) for p, c in zip(cols, out)}, out

@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from sklearn.utils.validation import check_is_fitted
 
 from ..ard import fit_ard_joint_gram
-from ..combination import Options, long_run, progress_bar, reported, warn_unchanged
+from ..combination import Options, long_choices, long_run, progress_bar, reported, warn_unchanged
 from ..core import NormStats, one_blas_thread
 from ..kernels import gaussian_kernel, gram_stats, kernel_matvec
 from ..basis import BASIS_JITTER, basis_shift, shifted_sums
@@ -373,7 +373,8 @@ def fit_dask(X, # the (N, P) predictors: a row-chunked Dask array or a Dask Data
     fwd = _Forward(order, norm, N)                                     # H^0's rows of a chunk, as new rows are mapped
     weights, basis, be = chunk_weights(V, h, o.ard, N, fwd), m.basis_rows(N, o.rng), DaskBackend(split_every)
     Hb = fwd(take_rows(V, basis))                                     # H^0's basis rows: N' of them
-    plans, choices = chunk_plans(m, ChunkRows(V, fwd, basis, Hb, be, take_rows), h, weights, o)   # the label-free choices if 'auto'
+    choosing = progress_bar(o.progress, long_choices(m, N, P, basis, h), "choose from chunks (target-only)")
+    plans, choices = chunk_plans(m, ChunkRows(V, fwd, basis, Hb, be, take_rows), h, weights, o, bar=choosing)   # 'auto'
     run, n_iter = m.run(weights, basis, plans), max(pl.n_iter for pl in plans.values())
     bar = progress_bar(o.progress, long_run(m, run, N, P, n_iter, False), "fit from chunks (target-only)")
     run.spans, run.rows_at = {p: [_column_span(run, p, V, Hb, be, fwd)] for p in bar(range(h))}, {0: Hb}
