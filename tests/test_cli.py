@@ -308,8 +308,11 @@ def test_ctrl_c_at_any_moment(tmp_path):
     pd.DataFrame({"score": np.tanh(G[:, 0] * G[:, 1]) + G[:, 2] + 0.5 * rng.normal(size=3000)}).to_csv(
         tmp_path / "t.csv", index=False)
     pd.DataFrame(G).to_csv(tmp_path / "r.csv", index=False)
-    for delay in (0.5, 1.0, 2.0, 3.5):    # Python's own start-up (site's .pth files) comes first and is not ours
-        out = tmp_path / f"o{delay}.csv"   # a new file: combine never replaces one, as fit and apply
+    t0 = time.perf_counter()              # Python's own start-up (site's .pth files) comes first and is not ours:
+    subprocess.run([sys.executable, "-m", "predictability.cli", "--version"], capture_output=True, check=True)
+    ready = time.perf_counter() - t0      # by then `main` answers Ctrl-C, on this machine under its present load
+    for delay in (ready, ready + 0.5, ready + 1.5, ready + 3.0):
+        out = tmp_path / f"o{delay:.2f}.csv"   # a new file: combine never replaces one, as fit and apply
         p = subprocess.Popen([sys.executable, "-m", "predictability.cli", "combine", tmp_path / "t.csv",
                               tmp_path / "r.csv", "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
